@@ -1,0 +1,137 @@
+"""REST API of the campaign design. Views parse, call one service or selector, and render."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from common.pagination import PageNumberPagination
+from common.permissions import IsResearcher
+
+from . import presets
+from .selectors import campaign_get, campaign_list, campaign_progress, prompt_list
+from .services import campaign_create
+from .spec import spec_expand, spec_normalize, spec_summary
+
+
+class CampaignOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    seed = serializers.IntegerField()
+    status = serializers.CharField()
+    owner = serializers.CharField(source="owner.get_username")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    prompt_count = serializers.IntegerField()
+    images_planned = serializers.IntegerField()
+
+
+def campaign_payload(campaign: Any, *, with_spec: bool = True) -> dict[str, Any]:
+    data = dict(CampaignOutputSerializer(campaign).data)
+    data["progress"] = campaign_progress(campaign=campaign)
+    if with_spec:
+        data["spec"] = campaign.spec
+    return data
+
+
+class SpecInputSerializer(serializers.Serializer):
+    """The body is the spec itself (see docs/spec.md); validated by the spec module."""
+
+
+class CampaignListCreateApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: CampaignOutputSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        qs = campaign_list(user=request.user).select_related("owner")
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response([campaign_payload(c, with_spec=False) for c in page])
+
+    @extend_schema(request={"application/json": dict, "application/yaml": dict},
+                   responses={201: CampaignOutputSerializer})
+    def post(self, request: Request) -> Response:
+        campaign = campaign_create(owner=request.user, spec=request.data)
+        return Response(campaign_payload(campaign), status=status.HTTP_201_CREATED)
+
+
+class CampaignDetailApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: CampaignOutputSerializer})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response(campaign_payload(campaign))
+
+
+class PromptOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    key = serializers.CharField()
+    position = serializers.IntegerField()
+    setting = serializers.CharField()
+    text = serializers.CharField()
+    metadata = serializers.JSONField()
+    samples = serializers.IntegerField()
+    seeds = serializers.JSONField()
+
+
+class CampaignPromptsApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("setting", str), OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        responses={200: PromptOutputSerializer(many=True)},
+    )
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        qs = prompt_list(campaign=campaign, setting=request.query_params.get("setting") or None)
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(PromptOutputSerializer(page, many=True).data)
+
+
+class CampaignSpecApi(APIView):
+    """Download the normalised spec ("campaign as code"); `?as=yaml` for YAML."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(parameters=[OpenApiParameter("as", str, enum=["json", "yaml"])], responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> HttpResponse:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        spec = dict(campaign.spec)
+        if request.query_params.get("as") == "yaml":
+            body = yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+            response = HttpResponse(body, content_type="application/yaml")
+            response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}.yaml"'
+            return response
+        response = Response(spec)
+        response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}.json"'
+        return response
+
+
+class SpecPreviewApi(APIView):
+    """Validate a spec and show what it would create, without creating anything."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request={"application/json": dict}, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        normalized = spec_normalize(request.data)
+        plans = spec_expand(normalized)
+        examples = [{"key": p.key, "setting": p.setting, "text": p.text} for p in plans[:: max(1, len(plans) // 8)][:8]]
+        return Response({"spec": normalized, **spec_summary(normalized, plans), "examples": examples})
+
+
+class PresetsApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request) -> Response:
+        return Response(presets.catalogue())

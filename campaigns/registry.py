@@ -1,0 +1,37 @@
+"""Extension points through which later apps (generation, annotation) add to a campaign without
+the campaigns app importing them: progress counters and `campaign` CLI subcommands."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .models import Campaign
+
+ProgressProvider = Callable[["Campaign"], dict[str, Any]]
+_progress: list[ProgressProvider] = []
+
+
+def register_progress(provider: ProgressProvider) -> None:
+    if provider not in _progress:
+        _progress.append(provider)
+
+
+def progress_providers() -> list[ProgressProvider]:
+    return list(_progress)
+
+
+# CLI: name -> (add_arguments(parser), handle(options, stdout) -> None)
+CliAdd = Callable[["argparse.ArgumentParser"], None]
+CliHandle = Callable[[dict[str, Any], Any], None]
+_cli: dict[str, tuple[str, CliAdd, CliHandle]] = {}
+
+
+def register_cli(name: str, help_text: str, add: CliAdd, handle: CliHandle) -> None:
+    _cli[name] = (help_text, add, handle)
+
+
+def cli_commands() -> dict[str, tuple[str, CliAdd, CliHandle]]:
+    return dict(_cli)

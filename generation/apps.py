@@ -1,0 +1,15 @@
+from django.apps import AppConfig
+
+
+class GenerationConfig(AppConfig):
+    name = "generation"
+    verbose_name = "Generation"
+
+    def ready(self) -> None:
+        from campaigns.registry import register_progress
+
+        from . import spec_backends
+        from .selectors import image_progress
+
+        spec_backends.register()
+        register_progress(image_progress)

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs the product with its demo: migrate, demo accounts and campaigns, a Celery worker for both
+# queues, and the web server. Ctrl-C stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.venv/bin}
+HOST=${HOST:-127.0.0.1}
+PORT=${PORT:-8000}
+export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.base}
+
+$BIN/python manage.py migrate --noinput -v0
+$BIN/python manage.py collectstatic --noinput -v0
+$BIN/python manage.py demo
+
+mkdir -p var/log
+$BIN/celery -A config worker -Q generation,default --concurrency 1 --loglevel INFO >var/log/worker.log 2>&1 &
+WORKER=$!
+trap 'kill $WORKER 2>/dev/null || true' EXIT INT TERM
+
+echo
+echo "Open http://$HOST:$PORT/ (researcher console and API docs at /api/docs/)."
+echo "Log in with the demo accounts above. Worker log: var/log/worker.log. Ctrl-C stops."
+echo
+$BIN/python manage.py runserver "$HOST:$PORT" --noreload
