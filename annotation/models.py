@@ -1,0 +1,209 @@
+"""Annotation: questions made from images, annotators, qualification tests, HITs with leases,
+append-only answers and aggregated labels.
+
+Invariants live in the database: one question per (image, slot); one live lease or answer per
+(question, annotator); one original answer per (question, annotator) (corrections are new rows
+linking the one they correct).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from campaigns.models import Campaign
+from generation.models import Image
+
+
+class Annotator(models.Model):
+    """A crowd worker. Logs in as a Django user that is not a researcher."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator")
+    mturk_worker_id = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    prolific_pid = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    demographics = models.JSONField(default=dict, blank=True)  # self-reported, optional, off by default
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"annotator {self.pk} ({self.user_id})"
+
+
+class Enrollment(models.Model):
+    """An annotator's membership of a campaign: consent, and quality status."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        PAUSED = "paused", "Paused"    # no new HITs until resumed
+        BLOCKED = "blocked", "Blocked"  # no new HITs; answers excluded from aggregation (configurable)
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="enrollments")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="enrollments")
+    consented_at = models.DateTimeField(null=True, blank=True)
+    consent_text = models.TextField(blank=True, default="")  # the text the annotator agreed to
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    status_reason = models.CharField(max_length=500, blank=True, default="")
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "annotator"], name="enrollment_unique")]
+
+
+class Question(models.Model):
+    """One question about one image: a person (PST) or an attribute (GEP)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="questions")
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="questions")
+    # Which part of the image is asked about: "single" / "left" / "right" (PST), the attribute name (GEP).
+    slot = models.CharField(max_length=200)
+    # Question family: what a qualification test is attached to ("person", "attribute:dress", ...).
+    family = models.CharField(max_length=220, db_index=True)
+    setting = models.CharField(max_length=32)
+    text = models.TextField()
+    choices = models.JSONField()  # e.g. ["Feminine", "Masculine", "Cannot identify"]
+    # Researcher-only: setting, prompt_key, sample_index, identity/group/position or gender/attribute/context.
+    metadata = models.JSONField()
+    required = models.PositiveSmallIntegerField(default=3)   # R: distinct annotators wanted
+    assigned = models.PositiveSmallIntegerField(default=0)   # live leases + answers (never > required)
+    completed = models.PositiveSmallIntegerField(default=0)  # answers stored
+    order_key = models.BigIntegerField(default=0)            # seeded random order within the campaign
+    is_gold = models.BooleanField(default=False)
+    gold_answer = models.CharField(max_length=100, blank=True, default="")  # never sent to annotators
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["image", "slot"], name="question_unique_image_slot"),
+            models.CheckConstraint(condition=models.Q(assigned__lte=models.F("required")), name="question_not_over_assigned"),
+        ]
+        indexes = [
+            models.Index(fields=["campaign", "setting"]),
+            models.Index(fields=["campaign", "-assigned", "order_key"], name="question_pool_idx"),
+        ]
+
+
+class Assignment(models.Model):
+    """A HIT: k questions leased to one annotator until `expires_at`."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUBMITTED = "submitted", "Submitted"
+        EXPIRED = "expired", "Expired"      # lease ran out; its questions went back to the pool
+        RETURNED = "returned", "Returned"   # given back by the annotator
+
+    class Review(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    submission_digest = models.CharField(max_length=64, blank=True, default="")  # idempotent re-submits
+    review = models.CharField(max_length=16, choices=Review.choices, default=Review.PENDING)
+    review_reason = models.CharField(max_length=1000, blank=True, default="")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reward = models.DecimalField(max_digits=8, decimal_places=2, default=0)
+    bonus = models.DecimalField(max_digits=8, decimal_places=2, default=0)
+    external_assignment_id = models.CharField(max_length=64, null=True, blank=True, unique=True)  # MTurk
+    external_hit_id = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["campaign", "status", "expires_at"]),
+            models.Index(fields=["annotator", "status"]),
+        ]
+
+
+class AssignmentItem(models.Model):
+    """One question of a HIT: the lease. Unique per (question, annotator): never the same question twice."""
+
+    class Status(models.TextChoices):
+        LEASED = "leased", "Leased"
+        ANSWERED = "answered", "Answered"
+        RELEASED = "released", "Released"  # lease expired or returned; counted out of `assigned`
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="items")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="items")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.LEASED)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["question", "annotator"], name="item_unique_question_annotator"),
+        ]
+
+
+class Answer(models.Model):
+    """One annotator's choice for one question. Append-only: a correction is a new row whose
+    `corrects` points at the answer it replaces."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="answers")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="answers")
+    assignment = models.ForeignKey(Assignment, on_delete=models.SET_NULL, null=True, blank=True, related_name="answers")
+    choice = models.CharField(max_length=100)
+    time_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    corrects = models.OneToOneField("self", on_delete=models.PROTECT, null=True, blank=True, related_name="corrected_by")
+    source = models.CharField(max_length=32, default="web")  # web / mturk-import / archive-import
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["question", "annotator"], condition=models.Q(corrects__isnull=True),
+                                    name="answer_unique_original_per_question_annotator"),
+        ]
+        indexes = [models.Index(fields=["campaign", "question"])]
+
+
+class Qualification(models.Model):
+    """A qualification test attached to a question family (e.g. one GEP attribute)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="qualifications")
+    name = models.CharField(max_length=200)
+    family = models.CharField(max_length=220)
+    instructions = models.TextField(blank=True, default="")
+    pass_fraction = models.FloatField(default=1.0)  # GEP default: all correct
+    retake_after_minutes = models.PositiveIntegerField(default=60)
+    max_attempts = models.PositiveSmallIntegerField(default=2)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "family"], name="qualification_unique_family")]
+
+
+class QualificationItem(models.Model):
+    qualification = models.ForeignKey(Qualification, on_delete=models.CASCADE, related_name="items")
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    text = models.TextField()
+    choices = models.JSONField()
+    correct = models.CharField(max_length=100)  # the answer key: never sent to a client
+
+
+class QualificationAttempt(models.Model):
+    qualification = models.ForeignKey(Qualification, on_delete=models.CASCADE, related_name="attempts")
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="qualification_attempts")
+    answers = models.JSONField()
+    correct = models.PositiveSmallIntegerField()
+    total = models.PositiveSmallIntegerField()
+    passed = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["annotator", "qualification", "-created_at"])]
+
+
+class AggregatedLabel(models.Model):
+    """The aggregated label of a question (majority vote by default), with its vote counts."""
+
+    question = models.OneToOneField(Question, on_delete=models.CASCADE, related_name="label")
+    method = models.CharField(max_length=32, default="majority")
+    label = models.CharField(max_length=100)  # a choice, or "tie" when the top votes are equal
+    votes = models.JSONField()                # {"Feminine": 2, "Masculine": 1}
+    answers = models.PositiveSmallIntegerField()
+    tie = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
