@@ -7,6 +7,7 @@ aggregated label (it does not appear in the result).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
@@ -194,7 +195,11 @@ def dawid_skene(
     w_codes, _ = encode(ann_a)
     l_codes, cats = encode(lab_a)
     df = pd.DataFrame({"task": i_codes, "worker": w_codes, "label": l_codes})
-    proba_df = DawidSkene(n_iter=n_iter, tol=tol).fit_predict_proba(df)
+    with warnings.catch_warnings():
+        # crowd-kit uses pandas APIs that newer pandas deprecates; not our code.
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"crowdkit")
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"crowdkit")
+        proba_df = DawidSkene(n_iter=n_iter, tol=tol).fit_predict_proba(df)
     proba_df = proba_df.reindex(index=np.arange(len(item_ids)), columns=np.arange(len(cats)))
     proba = proba_df.fillna(0.0).to_numpy(dtype=float)
     lab, is_tie = _resolve_ties(proba, cats, tie_policy, seed, TIE, atol=1e-12)
