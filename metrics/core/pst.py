@@ -78,7 +78,7 @@ def _kinds(values: ArrayLike, aliases: Mapping[str, int], what: str, allow_missi
     if miss.any() and not allow_missing:
         raise ValueError(f"{what} has missing values")
     present = arr[~miss]
-    codes, uniques = encode(present.astype(str) if present.dtype.kind != "O" else present.astype(str))
+    codes, uniques = encode(present.astype(str))
     table = np.empty(len(uniques), dtype=np.int8)
     for i, u in enumerate(uniques.tolist()):  # loop over distinct values only
         key = str(u).strip().lower()
@@ -94,18 +94,29 @@ def label_kinds(labels: ArrayLike) -> NDArray[np.int8]:
     return _kinds(labels, _LABEL_ALIASES, "label", allow_missing=True)
 
 
-def stereo(labels: ArrayLike, stereotypes: ArrayLike) -> NDArray[np.int8]:
-    """Stereo(g_img, g_stereo) per person (paper): +1 if the label equals the
-    identity's stereotyped gender, else -1 ("Cannot identify" and ties are -1).
-    Missing labels get 0 (they are excluded from every mean, see
-    :func:`stereo_weights`)."""
-    lk = label_kinds(labels)
-    sk = _kinds(stereotypes, _STEREO_ALIASES, "stereotype", allow_missing=False)
+def _stereo_from_kinds(lk: NDArray[np.int8], sk: NDArray[np.int8]) -> NDArray[np.int8]:
     if lk.shape != sk.shape:
         raise ValueError("labels and stereotypes must have the same length")
     s = np.where(lk == sk, 1, -1).astype(np.int8)
     s[lk == K_MISSING] = 0
     return s
+
+
+def _weights_from_kinds(lk: NDArray[np.int8], treatment: str) -> NDArray[np.int8]:
+    if treatment == "paper":
+        return (lk != K_MISSING).astype(np.int8)
+    if treatment == "excluded":
+        return ((lk == K_FEM) | (lk == K_MASC)).astype(np.int8)
+    raise ValueError(f"unknown treatment {treatment!r}")
+
+
+def stereo(labels: ArrayLike, stereotypes: ArrayLike) -> NDArray[np.int8]:
+    """Stereo(g_img, g_stereo) per person (paper): +1 if the label equals the
+    identity's stereotyped gender, else -1 ("Cannot identify" and ties are -1).
+    Missing labels get 0 (they are excluded from every mean, see
+    :func:`stereo_weights`)."""
+    sk = _kinds(stereotypes, _STEREO_ALIASES, "stereotype", allow_missing=False)
+    return _stereo_from_kinds(label_kinds(labels), sk)
 
 
 def stereo_weights(
@@ -116,15 +127,9 @@ def stereo_weights(
     ``"paper"``: w = 0 only for missing labels. ``"excluded"``: w = 0 also for
     "Cannot identify" and ties. Every STS here is ``100 * sum(w s) / sum(w)``.
     """
-    s = stereo(labels, stereotypes)
     lk = label_kinds(labels)
-    if treatment == "paper":
-        w = (lk != K_MISSING).astype(np.int8)
-    elif treatment == "excluded":
-        w = ((lk == K_FEM) | (lk == K_MASC)).astype(np.int8)
-    else:
-        raise ValueError(f"unknown treatment {treatment!r}")
-    return s, w
+    sk = _kinds(stereotypes, _STEREO_ALIASES, "stereotype", allow_missing=False)
+    return _stereo_from_kinds(lk, sk), _weights_from_kinds(lk, treatment)
 
 
 def _ratio(num: NDArray[Any], den: NDArray[Any]) -> NDArray[np.float64]:
@@ -181,7 +186,10 @@ def group_sts(
     group (as in PST Tables 3 and 4: female- / male-stereotyped). Identities whose
     micro STS is NaN (nobody counted) are left out of their group's mean."""
     micro = micro_sts(identities, labels, stereotypes, treatment)
-    mapping = _identity_groups(identities, groups)
+    return _group_means(micro, _identity_groups(identities, groups))
+
+
+def _group_means(micro: Mapping[str, float], mapping: Mapping[str, str]) -> dict[str, float]:
     out: dict[str, list[float]] = {}
     for ident, grp in mapping.items():
         out.setdefault(grp, []).append(micro[ident])
@@ -256,21 +264,49 @@ def pst_report(
     where each treatment dict has ``overall`` (formula 1), ``micro`` (formula 2,
     per identity), ``groups`` (mean micro STS per group), ``percent_feminine`` and,
     when ``runs`` is given, ``runs`` (:func:`sts_by_run`)."""
+    lk = label_kinds(labels)
+    sk = _kinds(stereotypes, _STEREO_ALIASES, "stereotype", allow_missing=False)
+    s = _stereo_from_kinds(lk, sk).astype(float)
+    id_codes, id_names = encode(as_1d(identities, "identities"))
+    names = [str(x) for x in id_names.tolist()]
+    mapping = _identity_groups(identities, groups)
+    n_id = len(names)
+    run_codes, run_ids = encode(as_1d(runs, "runs")) if runs is not None else (None, None)
+    fem = (lk == K_FEM).astype(float)
+    m = np.bincount(id_codes * 5 + lk, minlength=n_id * 5).reshape(n_id, 5)
+    cnames = ("feminine", "masculine", "cannot", "tie", "missing")
+
+    def row(r: NDArray[np.int64]) -> dict[str, int]:
+        d = {c: int(v) for c, v in zip(cnames, r)}
+        d["persons"] = int(r.sum())
+        return d
+
     out: dict[str, Any] = {
-        "n_persons": int(as_1d(labels, "labels").size),
+        "n_persons": int(lk.size),
         "n_images": int(np.unique(as_1d(image_ids, "image_ids")).size) if image_ids is not None else None,
-        "counts": undetermined_counts(identities, labels),
+        "counts": {"overall": row(m.sum(axis=0)), "by_identity": {k: row(r) for k, r in zip(names, m)}},
     }
+    # Same formulas as overall_sts / micro_sts / group_sts / percent_feminine /
+    # sts_by_run, computed from codes prepared once (reports run on ~1e6 rows).
     for t in ("paper", "excluded"):
-        tr: Treatment = t  # type: ignore[assignment]
+        w = _weights_from_kinds(lk, t).astype(float)
+        den = np.bincount(id_codes, weights=w, minlength=n_id)
+        micro_v = _ratio(np.bincount(id_codes, weights=s * w, minlength=n_id), den)
+        micro = dict(zip(names, map(float, micro_v)))
         d: dict[str, Any] = {
-            "overall": overall_sts(labels, stereotypes, tr),
-            "micro": micro_sts(identities, labels, stereotypes, tr),
-            "groups": group_sts(identities, groups, labels, stereotypes, tr),
-            "percent_feminine": percent_feminine(identities, labels, tr),
+            "overall": float(_ratio(np.array([s @ w]), np.array([w.sum()]))[0]),
+            "micro": micro,
+            "groups": _group_means(micro, mapping),
+            "percent_feminine": dict(
+                zip(names, map(float, _ratio(np.bincount(id_codes, weights=fem * w, minlength=n_id), den)))
+            ),
         }
-        if runs is not None:
-            d["runs"] = sts_by_run(runs, labels, stereotypes, tr)
+        if run_codes is not None and run_ids is not None:
+            nr = len(run_ids)
+            rv = _ratio(
+                np.bincount(run_codes, weights=s * w, minlength=nr), np.bincount(run_codes, weights=w, minlength=nr)
+            )
+            d["runs"] = {"runs": dict(zip(run_ids.tolist(), map(float, rv))), "mean": float(np.nanmean(rv))}
         out[t] = d
     return out
 

@@ -83,3 +83,23 @@ def test_unknown_label_is_rejected() -> None:
         pst.stereo(np.array(["Femnine"]), np.array(["feminine"]))
     with pytest.raises(ValueError):
         pst.stereo(np.array(["Feminine"]), np.array(["female"]))
+
+
+def test_report_matches_the_individual_functions_on_random_data() -> None:
+    rng = np.random.default_rng(0)
+    n = 500
+    ids = rng.choice(np.array(["a", "b", "c", "d"]), n)
+    group_of = {"a": "g1", "b": "g1", "c": "g2", "d": "g2"}
+    groups = np.array([group_of[i] for i in ids])
+    stereo = rng.choice(np.array(["feminine", "masculine"]), n)
+    labels = rng.choice(np.array(["Feminine", "Masculine", "Cannot identify", "tie", None], dtype=object), n)
+    runs = rng.integers(1, 4, n)
+    rep = pst.pst_report(ids, groups, stereo, labels, runs=runs)
+    for t in ("paper", "excluded"):
+        assert rep[t]["overall"] == pytest.approx(pst.overall_sts(labels, stereo, t))
+        assert rep[t]["micro"] == pytest.approx(pst.micro_sts(ids, labels, stereo, t))
+        assert rep[t]["groups"] == pytest.approx(pst.group_sts(ids, groups, labels, stereo, t))
+        assert rep[t]["percent_feminine"] == pytest.approx(pst.percent_feminine(ids, labels, t))
+        assert rep[t]["runs"]["runs"] == pytest.approx(pst.sts_by_run(runs, labels, stereo, t)["runs"])
+    assert rep["counts"] == pst.undetermined_counts(ids, labels)
+    assert rep["paper"]["overall"] < rep["excluded"]["overall"] or rep["counts"]["overall"]["cannot"] == 0
