@@ -1,0 +1,119 @@
+"""Shared array helpers for the metric functions (no Django, numpy only).
+
+All metric functions accept "long" data: one row per answer (or per aggregated
+label), given as parallel 1-D arrays. These helpers turn such arrays into integer
+codes and count matrices with ``np.unique`` / ``np.bincount`` so that no Python
+loop ever runs per answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "as_1d",
+    "missing_mask",
+    "encode",
+    "count_matrix",
+    "CountMatrix",
+]
+
+
+def as_1d(x: ArrayLike, name: str = "array") -> NDArray[Any]:
+    """Return ``x`` as a 1-D numpy array (object arrays keep their Python values)."""
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    return arr
+
+
+def missing_mask(labels: ArrayLike) -> NDArray[np.bool_]:
+    """True where a label is missing.
+
+    A label is missing when it is ``None``, a floating NaN, or the empty string.
+    Missing labels are never counted as ratings by any metric in this package.
+    """
+    arr = as_1d(labels, "labels")
+    if arr.dtype.kind == "f":
+        return np.isnan(arr)
+    if arr.dtype.kind in "iub":
+        return np.zeros(arr.shape, dtype=bool)
+    if arr.dtype.kind == "U" or arr.dtype.kind == "S":
+        return arr == arr.dtype.type("")
+    # object dtype: classify the (few) distinct values, then broadcast back.
+    if arr.size == 0:
+        return np.zeros(0, dtype=bool)
+    mask = np.fromiter(
+        (v is None or v == "" or (isinstance(v, float) and v != v) for v in arr),
+        dtype=bool,
+        count=arr.size,
+    )
+    return mask
+
+
+def encode(
+    values: ArrayLike, categories: Sequence[Any] | None = None
+) -> tuple[NDArray[np.intp], NDArray[Any]]:
+    """Integer-code ``values``.
+
+    Returns ``(codes, uniques)`` with ``uniques[codes] == values``. When
+    ``categories`` is given, codes follow its order and a value outside it raises
+    ``ValueError`` (so a typo in a label never silently becomes a new category).
+    """
+    arr = as_1d(values, "values")
+    if categories is None:
+        uniques, codes = np.unique(arr, return_inverse=True)
+        return codes.astype(np.intp, copy=False), uniques
+    cats = np.asarray(list(categories), dtype=object)
+    uniques, inv = np.unique(arr, return_inverse=True)
+    lookup = {c: i for i, c in enumerate(cats.tolist())}
+    try:
+        mapped = np.array([lookup[u] for u in uniques.tolist()], dtype=np.intp)
+    except KeyError as exc:  # pragma: no cover - message path
+        raise ValueError(f"value {exc.args[0]!r} is not one of the categories {list(cats)}") from None
+    return mapped[inv] if uniques.size else np.zeros(0, dtype=np.intp), cats
+
+
+class CountMatrix:
+    """Items x categories count matrix built from long-format ratings.
+
+    Attributes:
+        item_ids: the distinct item ids (row order).
+        categories: the category values (column order).
+        counts: ``int64`` array, ``counts[i, j]`` = number of ratings of item i in category j.
+    """
+
+    __slots__ = ("item_ids", "categories", "counts")
+
+    def __init__(self, item_ids: NDArray[Any], categories: NDArray[Any], counts: NDArray[np.int64]):
+        self.item_ids = item_ids
+        self.categories = categories
+        self.counts = counts
+
+    @property
+    def ratings_per_item(self) -> NDArray[np.int64]:
+        return self.counts.sum(axis=1)
+
+
+def count_matrix(
+    items: ArrayLike, labels: ArrayLike, categories: Sequence[Any] | None = None
+) -> CountMatrix:
+    """Count ratings per (item, category) with one ``np.bincount``.
+
+    Rows whose label is missing (see :func:`missing_mask`) are dropped first, so an
+    item whose ratings are all missing does not appear at all.
+    """
+    items_a = as_1d(items, "items")
+    labels_a = as_1d(labels, "labels")
+    if items_a.shape != labels_a.shape:
+        raise ValueError("items and labels must have the same length")
+    keep = ~missing_mask(labels_a)
+    items_a, labels_a = items_a[keep], labels_a[keep]
+    item_codes, item_ids = encode(items_a)
+    cat_codes, cats = encode(labels_a, categories)
+    k = len(cats)
+    flat = np.bincount(item_codes * k + cat_codes, minlength=len(item_ids) * k)
+    return CountMatrix(item_ids, cats, flat.reshape(len(item_ids), k).astype(np.int64))
