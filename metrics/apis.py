@@ -1,0 +1,90 @@
+"""Report API: JSON by default, `?format=csv` (zip of tidy tables) or `?format=html`."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import renderers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.selectors import campaign_get
+from common.errors import ApplicationError
+from common.permissions import IsResearcher
+
+from .exports import report_csv_zip, report_html
+from .report import ReportOptions
+from .selectors import report_compare
+from .services import report_get
+
+OPTION_PARAMS = [
+    OpenApiParameter("format", str, enum=["json", "csv", "html"]),
+    OpenApiParameter("treatment", str, enum=["paper", "excluded"], description="PST: Cannot identify/ties as -1 or left out"),
+    OpenApiParameter("gep_tie_policy", str, enum=["absent", "present", "exclude"]),
+    OpenApiParameter("aggregation", str, enum=["majority", "dawid_skene"]),
+    OpenApiParameter("n_boot", int), OpenApiParameter("n_perm", int), OpenApiParameter("seed", int),
+    OpenApiParameter("confidence", float), OpenApiParameter("exclude_blocked", bool),
+]
+
+
+class _Passthrough(renderers.BaseRenderer):
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: dict | None = None) -> Any:
+        return data
+
+
+class CsvRenderer(_Passthrough):
+    media_type = "application/zip"
+    format = "csv"
+
+
+class HtmlRenderer(_Passthrough):
+    media_type = "text/html"
+    format = "html"
+
+
+def _options_query(request: Request) -> str:
+    return "&".join(f"{k}={v}" for k, v in request.query_params.items() if k != "format")
+
+
+class CampaignReportApi(APIView):
+    permission_classes = [IsResearcher]
+    renderer_classes = [renderers.JSONRenderer, CsvRenderer, HtmlRenderer]
+
+    @extend_schema(parameters=OPTION_PARAMS, responses={200: dict, 202: dict})
+    def get(self, request: Request, campaign_id: int) -> Any:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        options = ReportOptions.from_params(request.query_params)
+        fmt = request.query_params.get("format", "json")
+        state, report = report_get(campaign=campaign, options=options)
+        if state != "ready":
+            return Response(report, status=status.HTTP_202_ACCEPTED)
+        if fmt == "csv":
+            body = report_csv_zip(campaign=campaign, report=report, options=options)
+            response = HttpResponse(body, content_type="application/zip")
+            response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-report.zip"'
+            return response
+        if fmt == "html":
+            return HttpResponse(report_html(campaign=campaign, report=report, options=options,
+                                            query=_options_query(request)), content_type="text/html; charset=utf-8")
+        return Response(report)
+
+
+class ReportCompareApi(APIView):
+    """`?campaigns=1,2,3`: headline figures of several campaigns of one kind side by side."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(parameters=[OpenApiParameter("campaigns", str, required=True)], responses={200: dict})
+    def get(self, request: Request) -> Response:
+        raw = request.query_params.get("campaigns", "")
+        try:
+            ids = [int(x) for x in raw.split(",") if x.strip()]
+        except ValueError as exc:
+            raise ApplicationError("campaigns must be a comma-separated list of campaign ids",
+                                   errors={"campaigns": ["not a list of integers"]}) from exc
+        if not ids:
+            raise ApplicationError("Give campaigns=ID,ID,...", errors={"campaigns": ["required"]})
+        campaigns = [campaign_get(user=request.user, campaign_id=i) for i in ids]
+        return Response(report_compare(campaigns=campaigns, options=ReportOptions.from_params(request.query_params)))
