@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "generation",
     "annotation",
     "metrics",
+    "crowd",  # MTurk and Prolific; depends on annotation
 ]
 
 MIDDLEWARE = [
@@ -184,6 +185,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Campaigns (PST / GEP designs), generation, annotation and reports.",
     "VERSION": "1",
 }
+
+# Crowd platforms. MTurk credentials are boto3's usual AWS_* variables.
+MTURK_SANDBOX = env_bool("MTURK_SANDBOX", True)
+PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete")
 
 LOGIN_URL = "/admin/login/"
 LOGGING = {

@@ -1,0 +1,316 @@
+"""Import of the batch-results CSV that MTurk's requester site exports.
+
+Columns: `HITId`, `WorkerId`, `AssignmentId`, `AssignmentStatus`, `WorkTimeInSeconds`, `Input.*`,
+`Answer.*`. Which `Input.*` column holds the image and which `Answer.*` columns hold each choice
+is a *mapping* (the default is the GEP paper's 10-image HITs: `Input.image_url{k}` with
+`Answer.Yes{k}.1` / `Answer.No{k}.0`, and `Input.attribute` naming the attribute by its prompt
+phrase). Images are found by the URL they were registered with (`Image.source_url`).
+
+Every row is validated before anything is written; problems are reported row by row (unknown
+image, both or neither choice, duplicate assignment, unknown attribute, a worker answering the same
+question twice) and nothing is imported while there is one. Rows whose `AssignmentStatus` is in
+`skip_statuses` (default: `Rejected`) are skipped and counted: a rejected assignment's answers
+were not accepted by the requester.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotation.models import Annotator, Answer, Assignment, AssignmentItem, Question
+from campaigns.models import Campaign
+from common.errors import ApplicationError
+from generation.models import Image
+
+from .models import MTurkAssignmentRecord
+
+REQUIRED_COLUMNS = ("HITId", "WorkerId", "AssignmentId", "AssignmentStatus")
+MAX_ERRORS_REPORTED = 200
+
+GEP_PAPER_MAPPING: dict[str, Any] = {
+    "slots": 10,
+    "image_url": "Input.image_url{k}",
+    "choices": {"Yes": "Answer.Yes{k}.1", "No": "Answer.No{k}.0"},
+    "question": {"column": "Input.attribute", "by": "attribute_phrase"},
+    "skip_statuses": ["Rejected"],
+}
+PST_SINGLE_MAPPING: dict[str, Any] = {
+    "slots": 1,
+    "image_url": "Input.image_url",
+    "choices": {"Feminine": "Answer.feminine.on", "Masculine": "Answer.masculine.on",
+                "Cannot identify": "Answer.cannot.on"},
+    "question": {"slot": "single"},
+    "skip_statuses": ["Rejected"],
+}
+
+
+class BatchImportError(ApplicationError):
+    """The file has problems; `errors` maps "row N" (1-based data row, header = row 1) to messages."""
+
+
+@dataclass
+class BatchResult:
+    rows: int = 0
+    assignments: int = 0
+    answers: int = 0
+    skipped_rows: int = 0
+    skipped_by_status: dict[str, int] = field(default_factory=dict)
+    workers: int = 0
+    questions: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "assignments": self.assignments, "answers": self.answers,
+                "skipped_rows": self.skipped_rows, "skipped_by_status": self.skipped_by_status,
+                "workers": self.workers, "questions": self.questions}
+
+
+def _mapping(raw: Mapping[str, Any] | None, campaign: Campaign) -> dict[str, Any]:
+    if raw is None:
+        return dict(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING)
+    errors: dict[str, list[str]] = {}
+    out = {**(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING), **raw}
+    if not isinstance(out.get("slots"), int) or not 1 <= out["slots"] <= 100:
+        errors["mapping.slots"] = ["must be an integer between 1 and 100"]
+    if not isinstance(out.get("image_url"), str):
+        errors["mapping.image_url"] = ["must be a column name (with {k} for several images per HIT)"]
+    if not isinstance(out.get("choices"), Mapping) or not out["choices"]:
+        errors["mapping.choices"] = ["must map each choice to its Answer.* column"]
+    question = out.get("question")
+    if not isinstance(question, Mapping) or not ({"slot"} <= set(question) or {"column", "by"} <= set(question)):
+        errors["mapping.question"] = ['must be {"slot": "..."} or {"column": "Input.x", "by": "attribute_phrase|slot"}']
+    if errors:
+        raise BatchImportError("Invalid MTurk batch mapping.", errors=errors)
+    return out
+
+
+def _read_rows(data: bytes) -> tuple[list[str], list[dict[str, str]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BatchImportError("The batch file is not UTF-8 text (MTurk exports UTF-8 CSV).",
+                               errors={"file": [f"byte {exc.start}: not UTF-8"]}) from exc
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration as exc:
+        raise BatchImportError("The batch file is empty.", errors={"file": ["no header row"]}) from exc
+    except csv.Error as exc:
+        raise BatchImportError(f"The batch file is not valid CSV: {exc}", errors={"file": [str(exc)]}) from exc
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise BatchImportError(f"The batch file lacks the columns {', '.join(missing)}.",
+                               errors={"file": [f"missing column {c}" for c in missing]})
+    rows = []
+    try:
+        for values in reader:
+            if not values:
+                continue
+            # MTurk's exports may leave trailing header columns (Approve, Reject) out of data rows.
+            rows.append(dict(zip(header, values)))
+    except csv.Error as exc:
+        raise BatchImportError(f"The batch file is not valid CSV near line {reader.line_num}: {exc}",
+                               errors={f"row {reader.line_num}": [str(exc)]}) from exc
+    return header, rows
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "1", "on", "yes", "checked")
+
+
+def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mapping[str, Any] | None = None,
+                       dry_run: bool = False) -> BatchResult:
+    """Validate the whole file, then write every answer in one transaction (or nothing).
+
+    Several campaigns may share one file (the GEP paper's HITs mix DALL-E 2 and CogView2 images):
+    each image URL is looked up in every given campaign and its answer goes to that campaign.
+    """
+    if not campaigns or len({c.kind for c in campaigns}) != 1:
+        raise BatchImportError("Import into one or more campaigns of one kind.", errors={"campaigns": ["required"]})
+    campaign = campaigns[0]
+    cfg = _mapping(mapping, campaign)
+    header, rows = _read_rows(data)
+    slots = cfg["slots"]
+    image_cols = [cfg["image_url"].format(k=k) for k in range(slots)]
+    choice_cols = {choice: [col.format(k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
+    absent = sorted({c for c in image_cols + [c for cols in choice_cols.values() for c in cols] if c not in header})
+    if absent:
+        raise BatchImportError("The batch file lacks columns the mapping names.",
+                               errors={"mapping": [f"column {c} not in the file" for c in absent[:20]]})
+    question_cfg = cfg["question"]
+    skip_statuses = set(cfg.get("skip_statuses") or [])
+
+    urls = {row.get(col, "").strip() for row in rows for col in image_cols} - {""}
+    campaign_ids = [c.pk for c in campaigns]
+    images: dict[str, int] = {}
+    duplicates_across: set[str] = set()
+    for url, image_id in Image.objects.filter(campaign_id__in=campaign_ids, source_url__in=urls).values_list(
+            "source_url", "id"):
+        if url in images:
+            duplicates_across.add(url)
+        images[url] = image_id
+    questions: dict[tuple[int, str], tuple[int, int]] = {}
+    for qid, image_id, slot, cid in Question.objects.filter(
+            campaign_id__in=campaign_ids, image_id__in=images.values()).values_list("id", "image_id", "slot",
+                                                                                     "campaign_id"):
+        questions[(image_id, slot)] = (qid, cid)
+    phrase_to_name = {a["phrase"]: a["name"] for c in campaigns for a in c.spec.get("design", {}).get("attributes", [])}
+    seen_assignments = set(MTurkAssignmentRecord.objects.filter(
+        campaign_id__in=campaign_ids, mturk_assignment_id__in=[r.get("AssignmentId", "") for r in rows]
+    ).values_list("mturk_assignment_id", flat=True))
+
+    errors: dict[str, list[str]] = {}
+    result = BatchResult(rows=len(rows))
+    planned: list[dict[str, Any]] = []
+    answered: dict[tuple[str, int], int] = {}
+    file_assignments: dict[str, int] = {}
+    for index, row in enumerate(rows, start=2):  # row 1 is the header
+        where = f"row {index}"
+
+        def bad(msg: str) -> None:
+            errors.setdefault(where, []).append(msg)
+
+        status = row.get("AssignmentStatus", "")
+        if status in skip_statuses:
+            result.skipped_rows += 1
+            result.skipped_by_status[status] = result.skipped_by_status.get(status, 0) + 1
+            continue
+        assignment_id, worker, hit = row.get("AssignmentId", "").strip(), row.get("WorkerId", "").strip(), \
+            row.get("HITId", "").strip()
+        if not assignment_id or not worker:
+            bad("AssignmentId and WorkerId are required")
+            continue
+        if assignment_id in file_assignments:
+            bad(f"duplicate assignment {assignment_id} (also row {file_assignments[assignment_id]})")
+            continue
+        file_assignments[assignment_id] = index
+        if assignment_id in seen_assignments:
+            bad(f"assignment {assignment_id} was already imported")
+            continue
+        if "slot" in question_cfg:
+            slot_name = question_cfg["slot"]
+        else:
+            raw_slot = row.get(question_cfg["column"], "").strip()
+            slot_name = phrase_to_name.get(raw_slot) if question_cfg["by"] == "attribute_phrase" else raw_slot
+            if not slot_name:
+                bad(f"{question_cfg['column']}: unknown attribute {raw_slot!r}")
+                continue
+        answers = []
+        for k, col in enumerate(image_cols):
+            url = row.get(col, "").strip()
+            if not url:
+                continue  # a HIT with fewer images than slots
+            chosen = [c for c, cols in choice_cols.items() if _truthy(row.get(cols[k]))]
+            if len(chosen) != 1:
+                bad(f"image {k} ({col}): {'both ' + ' and '.join(chosen) if chosen else 'no choice'} checked")
+                continue
+            image_id = images.get(url)
+            if image_id is None:
+                bad(f"{col}: unknown image URL {url}")
+                continue
+            if url in duplicates_across:
+                bad(f"{col}: the image URL {url} is registered in several of the campaigns")
+                continue
+            found = questions.get((image_id, slot_name))
+            if found is None:
+                bad(f"{col}: the image has no question {slot_name!r} (is the campaign open for annotation?)")
+                continue
+            qid, cid = found
+            if (worker, qid) in answered:
+                bad(f"{col}: worker {worker} already answered this question (row {answered[(worker, qid)]})")
+                continue
+            answered[(worker, qid)] = index
+            answers.append((qid, chosen[0], cid))
+        try:
+            seconds = int(float(row.get("WorkTimeInSeconds") or 0))
+        except ValueError:
+            bad(f"WorkTimeInSeconds: not a number: {row.get('WorkTimeInSeconds')!r}")
+            continue
+        planned.append({"assignment": assignment_id, "hit": hit, "worker": worker, "status": status,
+                        "seconds": seconds, "answers": answers, "reward": row.get("Reward", "")})
+    if errors:
+        shown = dict(list(errors.items())[:MAX_ERRORS_REPORTED])
+        first_where, first_msgs = next(iter(errors.items()))
+        raise BatchImportError(f"{len(errors)} rows have problems; nothing was imported. First: {first_where}: "
+                               f"{first_msgs[0]}", errors=shown)
+    result.assignments = len(planned)
+    result.answers = sum(len(p["answers"]) for p in planned)
+    result.workers = len({p["worker"] for p in planned})
+    result.questions = len({a[0] for p in planned for a in p["answers"]})
+    if not dry_run:
+        _write(planned)
+    return result
+
+
+def _reward(raw: str) -> Decimal:
+    try:
+        return Decimal(raw.replace("$", "").strip() or "0")
+    except ArithmeticError:
+        return Decimal("0")
+
+
+@transaction.atomic
+def _write(planned: list[dict[str, Any]]) -> None:
+    User = get_user_model()
+    workers = sorted({p["worker"] for p in planned})
+    existing = dict(Annotator.objects.filter(mturk_worker_id__in=workers).values_list("mturk_worker_id", "id"))
+    new = [w for w in workers if w not in existing]
+    if new:
+        taken = set(User.objects.filter(username__in=[f"mturk-{w}" for w in new]).values_list("username", flat=True))
+        users = User.objects.bulk_create([User(username=f"mturk-{w}", password="!") for w in new
+                                          if f"mturk-{w}" not in taken])
+        users += list(User.objects.filter(username__in=[f"mturk-{w}" for w in new if f"mturk-{w}" in taken]))
+        by_name = {u.username: u for u in users}
+        Annotator.objects.bulk_create([Annotator(user=by_name[f"mturk-{w}"], mturk_worker_id=w) for w in new])
+        existing.update(Annotator.objects.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
+    now = timezone.now()
+    review = {"Approved": Assignment.Review.APPROVED, "Rejected": Assignment.Review.REJECTED}
+    # One product assignment per (MTurk assignment, campaign it touches).
+    keys: list[tuple[int, int]] = []  # (planned index, campaign id)
+    for i, p in enumerate(planned):
+        for cid in sorted({a[2] for a in p["answers"]}):
+            keys.append((i, cid))
+    assignments = Assignment.objects.bulk_create([
+        Assignment(campaign_id=cid, annotator_id=existing[planned[i]["worker"]], status=Assignment.Status.SUBMITTED,
+                   expires_at=now, submitted_at=now, review=review.get(planned[i]["status"], Assignment.Review.PENDING),
+                   external_hit_id=planned[i]["hit"], reward=_reward(planned[i]["reward"]))
+        for i, cid in keys
+    ], batch_size=2000)
+    MTurkAssignmentRecord.objects.bulk_create([
+        MTurkAssignmentRecord(campaign_id=cid, assignment=a, mturk_assignment_id=planned[i]["assignment"],
+                              mturk_hit_id=planned[i]["hit"], worker_id=planned[i]["worker"],
+                              status=planned[i]["status"])
+        for (i, cid), a in zip(keys, assignments)
+    ], batch_size=2000)
+    assignment_of = {key: a for key, a in zip(keys, assignments)}
+    items, answers = [], []
+    per_question: dict[int, int] = {}
+    for i, p in enumerate(planned):
+        ms = int(p["seconds"] * 1000 / max(1, len(p["answers"])))
+        annotator_id = existing[p["worker"]]
+        for pos, (qid, choice, cid) in enumerate(p["answers"]):
+            assignment = assignment_of[(i, cid)]
+            items.append(AssignmentItem(assignment=assignment, question_id=qid, annotator_id=annotator_id,
+                                        position=pos, status=AssignmentItem.Status.ANSWERED))
+            answers.append(Answer(campaign_id=cid, question_id=qid, annotator_id=annotator_id,
+                                  assignment=assignment, choice=choice, time_ms=ms, source="mturk-import"))
+            per_question[qid] = per_question.get(qid, 0) + 1
+    AssignmentItem.objects.bulk_create(items, batch_size=5000)
+    Answer.objects.bulk_create(answers, batch_size=5000)
+    # Counters: a question answered by more workers than its R gets R raised to that number.
+    by_count: dict[int, list[int]] = {}
+    for qid, n in per_question.items():
+        by_count.setdefault(n, []).append(qid)
+    for n, qids in by_count.items():
+        for start in range(0, len(qids), 5000):
+            chunk = qids[start:start + 5000]
+            Question.objects.filter(id__in=chunk, required__lt=F("assigned") + n).update(required=F("assigned") + n)
+            Question.objects.filter(id__in=chunk).update(assigned=F("assigned") + n, completed=F("completed") + n)
