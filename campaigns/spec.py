@@ -533,7 +533,7 @@ def spec_normalize(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         p.add("spec", "must be an object (JSON/YAML mapping)")
         p.raise_if_any()
-    _check_keys(raw, _TOP_KEYS, "", p)
+    _check_keys(raw, tuple(dict.fromkeys((*_TOP_KEYS, *_section_validators))), "", p)
     version = raw.get("version", SPEC_VERSION)
     if version != SPEC_VERSION:
         p.add("version", f"unsupported spec version {version!r} (this product reads version {SPEC_VERSION})")

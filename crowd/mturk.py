@@ -122,11 +122,11 @@ class HitSettings:
 
 def hit_settings_for(campaign: Campaign) -> HitSettings:
     """The campaign's `annotation.mturk` settings with the papers' defaults (US/UK workers, $0.10)."""
-    cfg = (campaign.spec.get("annotation") or {}).get("mturk") or {}
+    cfg = (campaign.spec.get("crowd") or {}).get("mturk") or {}
     kind = "Paired Stereotype Test" if campaign.kind == "pst" else "gender presentation"
     return HitSettings(
-        title=cfg.get("title", f"Label people in images ({kind} study)"),
-        description=cfg.get("description", "Look at generated images and answer short questions about them."),
+        title=cfg.get("title") or f"Label people in images ({kind} study)",
+        description=cfg.get("description") or "Look at generated images and answer short questions about them.",
         keywords=cfg.get("keywords", "image, labeling, research"),
         reward=Decimal(str(cfg.get("reward", "0.10"))),
         assignment_duration_s=int(cfg.get("assignment_duration_s", 1800)),

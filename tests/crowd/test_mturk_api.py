@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 SPEC = {"name": "mt", "kind": "gep", "seed": 3, "design": {
     "settings": ["neutral"], "samples": 1, "contexts": ["sitting at a table"],
     "attributes": [{"name": "dress", "phrase": "in a dress"}]},
-    "backend": {"name": "placeholder"}, "annotation": {"mturk": {"reward": "0.17", "locales": ["US"]}}}
+    "backend": {"name": "placeholder"}, "crowd": {"mturk": {"reward": "0.17", "locales": ["US"]}}}
 
 
 @pytest.fixture
