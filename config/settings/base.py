@@ -80,6 +80,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (web, worker) share the file: wait for locks instead of failing at once.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Writers take the database lock at BEGIN: SQLite has no row locks, so the HIT engine relies on
+    # one writer at a time (and a reader never fails to upgrade to a writer mid-transaction).
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -161,6 +164,12 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic tasks (celery beat). Annotation: expired HIT leases back to the pool (also done at the
+# start of every HIT request), and auto-approval of submitted HITs after the campaign's delay.
+CELERY_BEAT_SCHEDULE = {
+    "annotation-leases-reclaim": {"task": "annotation.leases_reclaim", "schedule": 60.0},
+    "annotation-assignments-auto-approve": {"task": "annotation.assignments_auto_approve", "schedule": 3600.0},
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

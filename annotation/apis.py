@@ -1,0 +1,363 @@
+"""REST API of annotation. Views parse, call one service or selector, and render.
+
+Annotator endpoints answer only with what an annotator may see: a question is
+{"id", "image_url", "text", "choices"}; never the prompt, gender, model, other answers or answer keys.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.models import Campaign
+from campaigns.selectors import campaign_get
+from common.errors import ApplicationError, NotFoundError
+from common.pagination import PageNumberPagination
+from common.permissions import IsResearcher, user_is_researcher
+
+from . import selectors, services
+from .models import Assignment
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise ApplicationError("The body must be a JSON object.", errors={"body": ["must be an object"]})
+    return request.data
+
+
+# ---------------------------------------------------------------------------------------------
+# Annotators
+# ---------------------------------------------------------------------------------------------
+class AnnotatorSignupApi(APIView):
+    """Sign up as an annotator: {"username", "password", "consent": true} -> 201 {"token"}."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list[Any] = []
+
+    @extend_schema(request=dict, responses={201: dict})
+    def post(self, request: Request) -> Response:
+        data = _body(request)
+        annotator, token = services.annotator_create(
+            username=data.get("username"), password=data.get("password"), consent=data.get("consent"),
+            mturk_worker_id=data.get("mturk_worker_id"), prolific_pid=data.get("prolific_pid"))
+        return Response({"id": annotator.pk, "username": annotator.user.get_username(), "token": token},
+                        status=status.HTTP_201_CREATED)
+
+
+def _me(annotator: Any) -> dict[str, Any]:
+    return {"id": annotator.pk, "username": annotator.user.get_username(),
+            "mturk_worker_id": annotator.mturk_worker_id, "prolific_pid": annotator.prolific_pid,
+            "demographics": annotator.demographics}
+
+
+class AnnotatorMeApi(APIView):
+    """The caller's annotator profile; PATCH attaches external ids or self-reported demographics."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request) -> Response:
+        return Response(_me(selectors.annotator_of(request.user)))
+
+    @extend_schema(request=dict, responses={200: dict})
+    def patch(self, request: Request) -> Response:
+        data = _body(request)
+        unknown = [k for k in data if k not in ("mturk_worker_id", "prolific_pid", "demographics")]
+        if unknown:
+            raise ApplicationError(f"Unknown field {unknown[0]!r}.", errors={k: ["unknown field"] for k in unknown})
+        annotator = services.annotator_update(annotator=selectors.annotator_of(request.user), **data)
+        return Response(_me(annotator))
+
+
+class CampaignConsentApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        enrollment = services.enrollment_consent(annotator=annotator, campaign=campaign,
+                                                 consent=_body(request).get("consent"))
+        return Response({"campaign": campaign.pk, "consented": True, "consented_at": enrollment.consented_at,
+                         "consent_text": enrollment.consent_text, "status": enrollment.status})
+
+
+class CampaignTaskApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        return Response(selectors.task_info(campaign=campaign, annotator=annotator))
+
+
+# ---------------------------------------------------------------------------------------------
+# Researcher: lifecycle, questions
+# ---------------------------------------------------------------------------------------------
+class CampaignOpenApi(APIView):
+    """Create the questions of the generated images (idempotent) and open the campaign."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        result = services.questions_open(campaign=campaign)
+        return Response({"id": campaign.pk, "status": campaign.status, **result})
+
+
+class CampaignTransitionApi(APIView):
+    permission_classes = [IsResearcher]
+    action = ""
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        campaign = services.campaign_annotation_transition(campaign=campaign, action=self.action)
+        return Response({"id": campaign.pk, "status": campaign.status})
+
+
+def _query_filters(request: Request) -> dict[str, Any]:
+    filters: dict[str, Any] = {}
+    for key in ("setting", "family", "slot", "prompt_key", "label"):
+        if request.query_params.get(key):
+            filters[key] = request.query_params[key]
+    if request.query_params.get("image"):
+        try:
+            filters["image"] = int(request.query_params["image"])
+        except ValueError as exc:
+            raise ApplicationError("image must be an id.", errors={"image": ["must be an integer"]}) from exc
+    if request.query_params.get("tie") in ("true", "1"):
+        filters["tie"] = True
+    return filters
+
+
+class CampaignQuestionsApi(APIView):
+    """The campaign's questions with their metadata, counters and aggregated label (researcher)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(parameters=[OpenApiParameter(n, str) for n in ("setting", "family", "slot", "image", "label",
+                                                                     "tie", "page", "page_size")],
+                   responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        qs = selectors.question_list(campaign=campaign, filters=_query_filters(request))
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response([selectors.question_row(q) for q in page])
+
+
+class QuestionsRedundancyApi(APIView):
+    """Raise R for a subset: {"questions": [ids]} or {"filter": {...}}, with "required": n."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        data = _body(request)
+        updated = services.questions_redundancy_set(campaign=campaign, required=data.get("required"),
+                                                    question_ids=data.get("questions"), filters=data.get("filter"))
+        return Response({"updated": updated, "required": data.get("required")})
+
+
+class QuestionsGoldApi(APIView):
+    """Mark questions as gold: {"items": [{"question": id, "answer": choice}]}."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        count = services.questions_gold_set(campaign=campaign, items=_body(request).get("items"))
+        return Response({"gold": count})
+
+
+# ---------------------------------------------------------------------------------------------
+# Qualifications
+# ---------------------------------------------------------------------------------------------
+def _owned_campaign(request: Request, campaign_id: int) -> Campaign | None:
+    if not user_is_researcher(request.user):
+        return None
+    try:
+        return campaign_get(user=request.user, campaign_id=campaign_id)
+    except NotFoundError:
+        return None
+
+
+class CampaignQualificationsApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = _owned_campaign(request, campaign_id)
+        if campaign is not None:
+            return Response({"results": selectors.qualification_list(campaign=campaign, researcher=True,
+                                                                     annotator=None)})
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        return Response({"results": selectors.qualification_list(campaign=campaign, researcher=False,
+                                                                 annotator=annotator)})
+
+    @extend_schema(request=dict, responses={201: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        if not user_is_researcher(request.user):
+            raise ApplicationError("Only researchers define qualification tests.", status_code=403)
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        data = _body(request)
+        kwargs: dict[str, Any] = {}
+        for key, typ in (("pass_fraction", (int, float)), ("retake_after_minutes", int), ("max_attempts", int)):
+            if key in data:
+                value = data[key]
+                if isinstance(value, bool) or not isinstance(value, typ) or value < 0 or value > 100_000:
+                    raise ApplicationError(f"Invalid {key}.", errors={key: ["must be a non-negative number"]})
+                kwargs[key] = value
+        if "max_attempts" in kwargs and kwargs["max_attempts"] < 1:
+            raise ApplicationError("Invalid max_attempts.", errors={"max_attempts": ["must be at least 1"]})
+        family = data.get("family")
+        if not isinstance(family, str):
+            raise ApplicationError("family is required.", errors={"family": ["e.g. 'person' or 'attribute:dress'"]})
+        qualification = services.qualification_create(
+            campaign=campaign, name=str(data.get("name") or family)[:200], family=family,
+            instructions=str(data.get("instructions") or ""), items=data.get("items"), **kwargs)
+        rows = selectors.qualification_list(campaign=campaign, researcher=True, annotator=None)
+        return Response(next(r for r in rows if r["id"] == qualification.pk), status=status.HTTP_201_CREATED)
+
+
+class QualificationAttemptApi(APIView):
+    """Take a qualification test: {"answers": [...]} -> {"passed", "correct", "total", "retake_at"}."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=dict, responses={201: dict})
+    def post(self, request: Request, qualification_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        qualification = selectors.qualification_get(qualification_id=qualification_id)
+        selectors.campaign_for_annotator(campaign_id=qualification.campaign_id)
+        result = services.qualification_attempt(qualification=qualification, annotator=annotator,
+                                                answers=_body(request).get("answers"))
+        return Response(result, status=status.HTTP_201_CREATED)
+
+
+# ---------------------------------------------------------------------------------------------
+# HITs
+# ---------------------------------------------------------------------------------------------
+class AssignmentNextApi(APIView):
+    """Get a HIT: 201 new, 200 the one already held, 204 nothing left for this annotator."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict, 201: dict, 204: None})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        payload, created = services.assignment_next(annotator=annotator, campaign_id=campaign_id)
+        if payload is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(payload, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class AssignmentHeartbeatApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = services.assignment_heartbeat(annotator=selectors.annotator_of(request.user),
+                                                   assignment_id=assignment_id)
+        return Response({"id": assignment.pk, "expires_at": assignment.expires_at})
+
+
+class AssignmentReturnApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = services.assignment_return(annotator=selectors.annotator_of(request.user),
+                                                assignment_id=assignment_id)
+        return Response({"id": assignment.pk, "status": assignment.status})
+
+
+class AssignmentSubmitApi(APIView):
+    """{"answers": [{"question", "choice", "time_ms"}]} -> 200 {"id", "status", "answers", ...}."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        result, duplicate = services.answers_submit(annotator=selectors.annotator_of(request.user),
+                                                    assignment_id=assignment_id, answers=_body(request).get("answers"))
+        return Response({**result, "duplicate": duplicate})
+
+
+class AssignmentReviewApi(APIView):
+    """Researcher: {"action": "approve"|"reject"|"bonus", "reason", "bonus"}."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        campaign_id = Assignment.objects.filter(pk=assignment_id).values_list("campaign_id", flat=True).first()
+        if campaign_id is None:
+            raise NotFoundError(f"Assignment {assignment_id} not found.")
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        data = _body(request)
+        a = services.assignment_review(campaign=campaign, assignment_id=assignment_id, action=data.get("action"),
+                                       reason=str(data.get("reason") or ""), bonus=data.get("bonus"))
+        return Response({"id": a.pk, "status": a.status, "review": a.review, "review_reason": a.review_reason,
+                         "reward": f"{a.reward:.2f}", "bonus": f"{a.bonus:.2f}"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Researcher: annotators and payments
+# ---------------------------------------------------------------------------------------------
+class CampaignAnnotatorsApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response({"results": selectors.annotator_table(campaign=campaign)})
+
+
+class CampaignAnnotatorActionApi(APIView):
+    """{"action": "pause"|"block"|"resume"|"approve", "reason": "..."}."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, campaign_id: int, annotator_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        data = _body(request)
+        e = services.enrollment_action(campaign=campaign, annotator_id=annotator_id, action=data.get("action"),
+                                       reason=str(data.get("reason") or ""))
+        return Response({"id": annotator_id, "status": e.status, "status_reason": e.status_reason})
+
+
+PAYMENT_COLUMNS = ("annotator", "username", "mturk_worker_id", "prolific_pid", "hits", "approved", "rejected",
+                   "reward_total", "bonus_total", "currency")
+
+
+class CampaignPaymentsCsvApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={(200, "text/csv"): str})
+    def get(self, request: Request, campaign_id: int) -> HttpResponse:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=PAYMENT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in selectors.payment_rows(campaign=campaign):
+            writer.writerow({k: row[k] for k in PAYMENT_COLUMNS})
+        response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-payments.csv"'
+        return response
+

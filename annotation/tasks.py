@@ -1,0 +1,28 @@
+"""Celery tasks of annotation: thin, ids in, idempotent (they re-check state under row locks)."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from campaigns.models import Campaign
+
+
+@shared_task(name="annotation.leases_reclaim", queue="default", ignore_result=True)
+def leases_reclaim_task(campaign_id: int | None = None) -> int:
+    """Second path (besides every HIT request) that puts expired leases back in the pool."""
+    from .services import leases_reclaim
+
+    with transaction.atomic():
+        return leases_reclaim(campaign_id=campaign_id)
+
+
+@shared_task(name="annotation.assignments_auto_approve", queue="default", ignore_result=True)
+def assignments_auto_approve_task() -> int:
+    """Approve submitted HITs left pending longer than each campaign's `auto_approve_hours`."""
+    from .services import assignments_auto_approve
+
+    total = 0
+    for campaign in Campaign.objects.filter(assignments__review="pending").distinct():
+        with transaction.atomic():
+            total += assignments_auto_approve(campaign=campaign)
+    return total

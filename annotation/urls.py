@@ -1,0 +1,34 @@
+from django.urls import path
+
+from . import apis
+
+app_name = "annotation"
+
+C = "campaigns/<int:campaign_id>/"
+
+urlpatterns = [
+    path("annotators/", apis.AnnotatorSignupApi.as_view(), name="annotator-signup"),
+    path("annotators/me/", apis.AnnotatorMeApi.as_view(), name="annotator-me"),
+    path(C + "open/", apis.CampaignOpenApi.as_view(), name="campaign-open"),
+    path(C + "pause/", apis.CampaignTransitionApi.as_view(action="pause"), name="campaign-pause"),
+    path(C + "resume/", apis.CampaignTransitionApi.as_view(action="resume"), name="campaign-resume"),
+    path(C + "close/", apis.CampaignTransitionApi.as_view(action="close"), name="campaign-close"),
+    path(C + "questions/", apis.CampaignQuestionsApi.as_view(), name="campaign-questions"),
+    path(C + "questions/redundancy/", apis.QuestionsRedundancyApi.as_view(), name="questions-redundancy"),
+    path(C + "questions/gold/", apis.QuestionsGoldApi.as_view(), name="questions-gold"),
+    path(C + "consent/", apis.CampaignConsentApi.as_view(), name="campaign-consent"),
+    path(C + "task/", apis.CampaignTaskApi.as_view(), name="campaign-task"),
+    path(C + "qualifications/", apis.CampaignQualificationsApi.as_view(), name="campaign-qualifications"),
+    path("qualifications/<int:qualification_id>/attempts/", apis.QualificationAttemptApi.as_view(),
+         name="qualification-attempts"),
+    path(C + "assignments/", apis.AssignmentNextApi.as_view(), name="assignment-next"),
+    path("assignments/<int:assignment_id>/heartbeat/", apis.AssignmentHeartbeatApi.as_view(),
+         name="assignment-heartbeat"),
+    path("assignments/<int:assignment_id>/submit/", apis.AssignmentSubmitApi.as_view(), name="assignment-submit"),
+    path("assignments/<int:assignment_id>/return/", apis.AssignmentReturnApi.as_view(), name="assignment-return"),
+    path("assignments/<int:assignment_id>/review/", apis.AssignmentReviewApi.as_view(), name="assignment-review"),
+    path(C + "annotators/", apis.CampaignAnnotatorsApi.as_view(), name="campaign-annotators"),
+    path(C + "annotators/<int:annotator_id>/", apis.CampaignAnnotatorActionApi.as_view(),
+         name="campaign-annotator-action"),
+    path(C + "payments.csv", apis.CampaignPaymentsCsvApi.as_view(), name="campaign-payments"),
+]
