@@ -10,50 +10,33 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib.auth import get_user_model, login
+from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.password_validation import validate_password
-from django.contrib.auth.validators import UnicodeUsernameValidator
-from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
 
 from campaigns.models import Campaign
-from common.errors import ApplicationError
+from common.errors import ApplicationError, NotFoundError
 
-
-
-# --- calls into the annotation services (the API's own code paths) ----------------------------
-# TODO(after merging `ann`): replace these interim bodies by the annotation services.
-
-
-def _consent_text(*, campaign: Campaign) -> str:
-    return str((campaign.spec or {}).get("annotation", {}).get("consent_text") or "")
-
-
-def _annotator_signup(*, campaign: Campaign, username: str, password: str, consent: bool) -> Any:
-    from django.db import transaction
-    from django.utils import timezone
-
-    from .models import Annotator, Enrollment
-
-    with transaction.atomic():
-        user = get_user_model().objects.create_user(username=username, password=password)
-        annotator = Annotator.objects.create(user=user)
-        Enrollment.objects.create(campaign=campaign, annotator=annotator, consented_at=timezone.now(),
-                                  consent_text=_consent_text(campaign=campaign))
-    return user
+from . import services
+from .selectors import campaign_for_annotator
+from .spec_section import annotation_settings
 
 
 def _campaign(campaign_id: int) -> Campaign:
-    return get_object_or_404(Campaign, pk=campaign_id, deleted_at__isnull=True)
+    """A campaign annotators may see (open, paused or closed), else 404 (drafts are not revealed)."""
+    try:
+        return campaign_for_annotator(campaign_id=campaign_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
 
 
 class AnnotatorSignupForm(forms.Form):
     username = forms.CharField(
-        max_length=150, validators=[UnicodeUsernameValidator()],
+        max_length=150,
         help_text="Letters, digits and @ . + - _ only. Do not use your real name.",
         widget=forms.TextInput(attrs={"autocomplete": "username", "autocapitalize": "none", "spellcheck": "false"}),
     )
@@ -70,22 +53,12 @@ class AnnotatorSignupForm(forms.Form):
         error_messages={"required": "You must agree to take part to sign up."},
     )
 
-    def clean_username(self) -> str:
-        username = self.cleaned_data["username"]
-        if get_user_model().objects.filter(username__iexact=username).exists():
-            raise ValidationError("This username is taken. Choose another, or log in.")
-        return username
-
     def clean(self) -> dict[str, Any]:
+        # Username and password rules are the sign-up service's (the same as POST /api/annotators/).
         data = super().clean()
         p1, p2 = data.get("password1"), data.get("password2")
         if p1 and p2 and p1 != p2:
             self.add_error("password2", "The two passwords differ.")
-        elif p1:
-            try:
-                validate_password(p1, user=get_user_model()(username=data.get("username", "")))
-            except ValidationError as exc:
-                self.add_error("password1", exc)
         return data
 
 
@@ -97,7 +70,7 @@ class WorkSignupView(View):
     def _render(self, request: HttpRequest, campaign: Campaign, form: AnnotatorSignupForm, status: int = 200) -> HttpResponse:
         return render(request, self.template_name, {
             "campaign": campaign, "form": form,
-            "consent_text": _consent_text(campaign=campaign),
+            "consent_text": annotation_settings(campaign)["consent_text"],
         }, status=status)
 
     def get(self, request: HttpRequest, campaign_id: int) -> HttpResponse:
@@ -110,13 +83,18 @@ class WorkSignupView(View):
         if not form.is_valid():
             return self._render(request, campaign, form, status=400)
         try:
-            user = _annotator_signup(
-                campaign=campaign, username=form.cleaned_data["username"],
-                password=form.cleaned_data["password1"], consent=form.cleaned_data["consent"],
-            )
+            # One account and its consent to this campaign, or neither.
+            with transaction.atomic():
+                annotator, _token = services.annotator_create(
+                    username=form.cleaned_data["username"], password=form.cleaned_data["password1"], consent=True)
+                services.enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
         except ApplicationError as exc:
-            form.add_error(None, str(exc))
+            for field, messages in (exc.errors or {"": [exc.message]}).items():
+                name = {"password": "password1"}.get(field, field)
+                for message in messages:
+                    form.add_error(name if name in form.fields else None, message)
             return self._render(request, campaign, form, status=400)
+        user = annotator.user
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("annotation-pages:work", campaign_id=campaign.pk)
 

@@ -99,18 +99,23 @@
     clearError();
     return api("GET", "campaigns/" + cfg.campaign + "/task/").then(function (res) {
       if (handleAuth(res)) { return; }
-      if (res.status !== 200) {
-        $("blocked-text").textContent = errorText(res);
-        showStage("stage-blocked");
-        return;
-      }
+      if (res.status !== 200) { return blocked(errorText(res)); }
       task = res.data || {};
       renderTaskInfo(task);
       if (!isConsented(task)) { return showConsent(task); }
+      if (task.enrollment_status && task.enrollment_status !== "active") {
+        return blocked("Your participation in this task is " + task.enrollment_status +
+          (task.status_reason ? ": " + task.status_reason : ".") + " Please contact the researchers if you think this is a mistake.");
+      }
       var pending = pendingQualifications(task);
       if (pending.length) { return showQualification(pending[0]); }
       return nextHit();
     });
+  }
+
+  function blocked(text) {
+    $("blocked-text").textContent = text;
+    showStage("stage-blocked");
   }
 
   function isConsented(t) {
@@ -184,6 +189,16 @@
 
   function showQualification(summary) {
     clearError();
+    if (summary.attempts_left === 0) {
+      return blocked("You did not pass the qualification test \u201C" + (summary.name || "") +
+        "\u201D and have no attempts left, so there is no work for you in this task. Thank you for your time.");
+    }
+    if (summary.retake_at && new Date(summary.retake_at).getTime() > Date.now()) {
+      $("qual-name").textContent = summary.name || "";
+      $("qual-instructions").textContent = summary.instructions || "";
+      showStage("stage-qual");
+      return showQualificationResult({ passed: false, retake_at: summary.retake_at, attempts_left: summary.attempts_left });
+    }
     return api("GET", "campaigns/" + cfg.campaign + "/qualifications/").then(function (res) {
       if (handleAuth(res)) { return; }
       if (res.status !== 200) { showError(errorText(res)); return; }
@@ -316,12 +331,7 @@
       busy = false;
       if (handleAuth(res)) { return; }
       if (res.status === 204) { hit = null; showStage("stage-done"); announce("No work left."); return; }
-      if (res.status === 403) { return start(); } // consent withdrawn or a qualification now required
-      if (res.status >= 300 || !res.data) {
-        $("blocked-text").textContent = errorText(res);
-        showStage("stage-blocked");
-        return;
-      }
+      if (res.status >= 300 || !res.data) { return blocked(errorText(res)); } // e.g. paused campaign (409), paused annotator (403)
       beginHit(res.data);
     });
   }
