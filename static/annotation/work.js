@@ -530,8 +530,9 @@
   function leaseExpired(res) {
     stopHeartbeat();
     hit = null;
+    // The API says why (lease ran out and was re-assigned, HIT returned, ...); the template has a default.
     var detail = res && res.data && res.data.detail;
-    $("expired-detail").textContent = detail || "";
+    if (detail) { $("expired-detail").textContent = detail; }
     showStage("stage-expired");
     announce("This set of questions expired.");
   }

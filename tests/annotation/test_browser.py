@@ -252,8 +252,14 @@ def test_phone_viewport_consent_and_lease_expired(browser: Browser) -> None:
     assert img[0] >= 0 and img[1] <= 360
     b.shot("12-phone-hit")
 
-    # The lease runs out and the questions go to someone else; the answers cannot be saved.
+    # The page heartbeats while open (here: on becoming visible again), extending the lease.
     hit = Assignment.objects.get(annotator=annotator, status=Assignment.Status.ACTIVE)
+    Assignment.objects.filter(pk=hit.pk).update(expires_at=timezone.now() + timedelta(minutes=1))
+    b.js("document.dispatchEvent(new Event('visibilitychange'))")
+    b.wait(lambda d: Assignment.objects.get(pk=hit.pk).expires_at > timezone.now() + timedelta(minutes=20),
+           message="no heartbeat")
+
+    # The lease runs out and the questions go to someone else; the answers cannot be saved.
     Assignment.objects.filter(pk=hit.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     other = _annotator("otto", campaign, consent=True, qualification=qual)
     payload, created = services.assignment_next(annotator=other, campaign_id=campaign.pk)
