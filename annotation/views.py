@@ -67,7 +67,8 @@ class WorkSignupView(View):
 
     template_name = "annotation/signup.html"
 
-    def _render(self, request: HttpRequest, campaign: Campaign, form: AnnotatorSignupForm, status: int = 200) -> HttpResponse:
+    def _render(self, request: HttpRequest, campaign: Campaign, form: AnnotatorSignupForm,
+                status: int = 200) -> HttpResponse:
         return render(request, self.template_name, {
             "campaign": campaign, "form": form,
             "consent_text": annotation_settings(campaign)["consent_text"],

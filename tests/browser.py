@@ -76,6 +76,25 @@ class Browser:
 
         ActionChains(self.driver).send_keys(*keys).perform()
 
+    def console_errors(self) -> list[str]:
+        """Errors the page logged (JS exceptions, failed loads, CSP violations), the favicon aside."""
+        return [e["message"] for e in self.driver.get_log("browser")
+                if e["level"] == "SEVERE" and "favicon.ico" not in e["message"]]
+
+    def inline_code(self) -> list[str]:
+        """Elements that a strict Content-Security-Policy would block: inline scripts, inline event
+        handler attributes (onclick=...) and style attributes."""
+        return self.js("""
+            const bad = [];
+            for (const el of document.querySelectorAll('*')) {
+              if (el.tagName === 'SCRIPT' && !el.src && el.type !== 'application/json') bad.push('inline script');
+              for (const a of el.attributes) {
+                if (a.name.startsWith('on') || a.name === 'style') bad.push(el.tagName + ' ' + a.name);
+              }
+              if (el.href && String(el.href).startsWith('javascript:')) bad.push(el.tagName + ' javascript: URL');
+            }
+            return bad;""")
+
     def viewport(self, width: int, height: int, *, mobile: bool = False) -> None:
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
             "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile,
@@ -102,13 +121,15 @@ def make_driver(profile_dir: Path, *, width: int = 1280, height: int = 900) -> w
     chromedriver = _find("chromedriver", "/usr/bin/chromedriver")
     if not chromium or not chromedriver:
         # Not a skip: CI must install them (scripts/ensure-test-tools.sh does with apt).
-        raise RuntimeError("Browser tests need Debian's chromium and chromium-driver (apt-get install chromium chromium-driver).")
+        raise RuntimeError("Browser tests need Debian's chromium and chromium-driver "
+                           "(apt-get install chromium chromium-driver).")
     options = Options()
     options.binary_location = chromium
     for arg in CHROME_ARGS:
         options.add_argument(arg)
     options.add_argument(f"--user-data-dir={profile_dir}")
     options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=chromedriver))
     driver.set_page_load_timeout(20)
     return driver

@@ -28,7 +28,7 @@ from tests.annotation.conftest import make_annotator, make_campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
 from tests.conftest import make_researcher
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "walker-Secret-pass-9"
 KEY = {"Feminine": "f", "Masculine": "m", "Cannot identify": "c"}
@@ -90,8 +90,8 @@ def _progress(b: Browser) -> tuple[int, int]:
 def _wait_question(b: Browser, n: int) -> int:
     """Wait for question n of the HIT (its image loaded); return the HIT's size."""
     b.wait(lambda d: _progress(b)[0] == n, message=f"question {n} not shown")
-    b.wait(lambda d: d.execute_script("const i = document.getElementById('q-image'); return i.complete && i.naturalWidth > 0"),
-           message="question image not loaded")
+    b.wait(lambda d: d.execute_script("const i = document.getElementById('q-image');"
+                                      "return i.complete && i.naturalWidth > 0"), message="question image not loaded")
     return _progress(b)[1]
 
 
@@ -121,6 +121,7 @@ def _answer_hit_with_keyboard(b: Browser, choices: list[str], *, shots: str = ""
     return given
 
 
+@pytest.mark.browser
 def test_annotator_walkthrough_keyboard(browser: Browser) -> None:
     b = browser
     campaign, ctx = _open_campaign()
@@ -138,6 +139,7 @@ def test_annotator_walkthrough_keyboard(browser: Browser) -> None:
     assert "agree" in b.find("#id_consent_error").text
     assert not Enrollment.objects.exists()
     b.shot("02-signup-consent-required")
+    assert [m for m in b.console_errors() if "400" not in m] == []  # the refused form is a 400: expected
     b.find("#id_password1").send_keys(PASSWORD)
     b.find("#id_password2").send_keys(PASSWORD)
     b.find("#id_consent").click()
@@ -209,8 +211,13 @@ def test_annotator_walkthrough_keyboard(browser: Browser) -> None:
     assert b.js("return window.__samePage === true")
     assert Answer.objects.filter(annotator__user__username="walker").count() == len(given) + len(given2) == 7
     b.shot("09-no-work-left")
+    # Content-Security-Policy friendly (no inline code or styles, also none added by the script) and
+    # no errors in the console on the whole way.
+    assert b.inline_code() == []
+    assert b.console_errors() == []
 
 
+@pytest.mark.browser
 def test_phone_viewport_consent_and_lease_expired(browser: Browser) -> None:
     b = browser
     b.viewport(360, 740, mobile=True)
@@ -283,3 +290,31 @@ def test_phone_viewport_consent_and_lease_expired(browser: Browser) -> None:
     new = Assignment.objects.get(annotator=annotator, status=Assignment.Status.ACTIVE)
     assert new.pk != hit.pk
     b.shot("14-phone-new-hit")
+    assert b.inline_code() == []
+
+
+# --- the same pages without a browser: routing and the server-side sign-up -----------------------
+
+def test_pages_routing_and_signup_errors(client: Any) -> None:
+    campaign, _ = _open_campaign()
+    draft = make_campaign(make_researcher("dora"), kind="pst")
+    assert client.get(f"/work/{draft.pk}/").status_code == 404  # drafts are not revealed
+    assert client.get(f"/work/{draft.pk}/signup/").status_code == 404
+    response = client.get(f"/work/{campaign.pk}/")
+    assert response.status_code == 302 and response["Location"] == f"/work/{campaign.pk}/signup/"
+
+    # The sign-up service's rules reach the form's fields; nothing is half-created.
+    make_annotator("taken")
+    form = {"username": "Taken", "password1": "x1", "password2": "x1", "consent": "on"}
+    response = client.post(f"/work/{campaign.pk}/signup/", form)
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert "taken" in errors["username"][0] and errors["password1"]
+    assert not Enrollment.objects.filter(campaign=campaign).exists()
+
+    # A crafted ?next= on login cannot send the annotator away from the task.
+    response = client.post(f"/work/{campaign.pk}/login/?next=https://evil.example/",
+                           {"username": "taken", "password": "taken-Secret-pass-9"})
+    assert response.status_code == 302 and response["Location"] == f"/work/{campaign.pk}/"
+    page = client.get(f"/work/{campaign.pk}/").content.decode()
+    assert 'data-campaign="%d"' % campaign.pk in page and "<script>" not in page and " onclick=" not in page
