@@ -177,7 +177,7 @@ def annotator_table(*, campaign: Campaign) -> list[dict[str, Any]]:
     cfg = annotation_settings(campaign)
     stats = {r["annotator_id"]: r for r in annotator_stats_query(campaign_id=campaign.pk, cfg=cfg)}
     timing = {r["annotator_id"]: r for r in Answer.objects.filter(campaign=campaign).values("annotator_id").annotate(
-        time_ms=Sum("time_ms"), timed=Count("time_ms")).order_by()}
+        total_ms=Sum("time_ms"), timed=Count("time_ms")).order_by()}
     money = {r["annotator_id"]: r for r in Assignment.objects.filter(campaign=campaign).values("annotator_id").annotate(
         hits=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         approved=Count("id", filter=Q(review=Assignment.Review.APPROVED)),
@@ -190,7 +190,7 @@ def annotator_table(*, campaign: Campaign) -> list[dict[str, Any]]:
         s = stats.get(a.pk, {})
         t = timing.get(a.pk, {})
         m = money.get(a.pk, {})
-        minutes = (t.get("time_ms") or 0) / 60000
+        minutes = (t.get("total_ms") or 0) / 60000
         rows.append({
             "id": a.pk, "username": a.user.get_username(), "status": e.status, "status_reason": e.status_reason,
             "consented_at": e.consented_at, "mturk_worker_id": a.mturk_worker_id, "prolific_pid": a.prolific_pid,

@@ -755,7 +755,7 @@ def annotator_quality_check(*, campaign: Campaign, annotator: Annotator, cfg: Ma
     if cfg["low_quality_action"] == "none" or not (
             cfg["min_gold_accuracy"] > 0 or cfg["min_time_ms"] > 0 or cfg["min_agreement"] > 0):
         return None
-    stats = annotator_stats_query(campaign_id=campaign.pk, cfg=cfg).filter(annotator_id=annotator.pk).first()
+    stats = next(iter(annotator_stats_query(campaign_id=campaign.pk, cfg=cfg).filter(annotator_id=annotator.pk)), None)
     reasons = quality_reasons(stats or {}, cfg)
     if not reasons:
         return None
