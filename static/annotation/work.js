@@ -342,12 +342,31 @@
     answers = hit.questions.map(function () { return null; });
     spent = hit.questions.map(function () { return 0; });
     index = 0;
+    restoreAnswers();
+    var resume = firstUnanswered();
     $("submit-hint").textContent = "";
-    $("instructions").open = true; // instructions and examples at the start of every HIT
+    $("instructions").open = resume <= 0; // instructions and examples at the start of every HIT
     hit.questions.forEach(function (q) { var img = new Image(); img.src = q.image_url; }); // preload
     showStage("stage-task", $("progress"));
-    showQuestion(0);
+    showQuestion(resume === -1 ? hit.questions.length - 1 : resume);
     startHeartbeat();
+  }
+
+  /* Answers survive a reload of the page (the API hands back the same HIT while its lease runs). */
+  function storageKey() { return "t2i-hit-" + hit.id; }
+  function saveAnswers() {
+    try { window.sessionStorage.setItem(storageKey(), JSON.stringify({ answers: answers, spent: spent })); } catch (e) { /* private mode */ }
+  }
+  function forgetAnswers() {
+    try { window.sessionStorage.removeItem(storageKey()); } catch (e) { /* private mode */ }
+  }
+  function restoreAnswers() {
+    var saved = null;
+    try { saved = JSON.parse(window.sessionStorage.getItem(storageKey()) || "null"); } catch (e) { saved = null; }
+    if (!saved || !Array.isArray(saved.answers) || saved.answers.length !== hit.questions.length) { return; }
+    saved.answers.forEach(function (a, k) {
+      if (a && hit.questions[k].choices.indexOf(a.choice) !== -1) { answers[k] = a; spent[k] = saved.spent[k] || 0; }
+    });
   }
 
   /* Which person a PST question asks about: the API's slot/position when it sends one, else the
@@ -458,6 +477,7 @@
       b.setAttribute("aria-checked", k === j ? "true" : "false");
       b.tabIndex = k === j ? 0 : -1;
     });
+    saveAnswers();
     $("progress-bar").value = answers.filter(Boolean).length;
     $("instructions").open = false; // read at the start of the HIT; out of the way once answering
     $("saved-note").textContent = "";
@@ -521,6 +541,7 @@
         return;
       }
       stopHeartbeat();
+      forgetAnswers();
       announce("Thank you, your answers were saved. Loading the next set…");
       $("saved-note").textContent = "Your last set of answers was saved.";
       nextHit();
@@ -529,6 +550,7 @@
 
   function leaseExpired(res) {
     stopHeartbeat();
+    if (hit) { forgetAnswers(); }
     hit = null;
     // The API says why (lease ran out and was re-assigned, HIT returned, ...); the template has a default.
     var detail = res && res.data && res.data.detail;

@@ -266,13 +266,25 @@ def test_phone_viewport_consent_and_lease_expired(browser: Browser) -> None:
     b.wait(lambda d: Assignment.objects.get(pk=hit.pk).expires_at > timezone.now() + timedelta(minutes=20),
            message="no heartbeat")
 
+    # An accidental reload keeps the answers given so far: the API hands back the same HIT.
+    b.find("#choices .choice[data-key=C]").click()
+    _wait_question(b, 2)
+    b.driver.refresh()
+    b.visible("#stage-task")
+    _wait_question(b, 2)
+    assert Assignment.objects.get(annotator=annotator, status=Assignment.Status.ACTIVE).pk == hit.pk
+    b.find("#back").click()
+    _wait_question(b, 1)
+    assert b.find("#choices [aria-checked=true]").get_attribute("data-key") == "C"
+
     # The lease runs out and the questions go to someone else; the answers cannot be saved.
     Assignment.objects.filter(pk=hit.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     other = _annotator("otto", campaign, consent=True, qualification=qual)
     payload, created = services.assignment_next(annotator=other, campaign_id=campaign.pk)
     assert created and {q["id"] for q in payload["questions"]} & set(hit.items.values_list("question_id", flat=True))
+    b.find("#choices .choice[data-key=C]").click()
     total = _progress(b)[1]
-    for n in range(1, total + 1):  # tapping the buttons, as on a phone
+    for n in range(2, total + 1):  # tapping the buttons, as on a phone
         _wait_question(b, n)
         b.find("#choices .choice[data-key=C]").click()
     b.wait(lambda d: b.find("#next").is_enabled())
