@@ -78,6 +78,10 @@ class Question(models.Model):
         indexes = [
             models.Index(fields=["campaign", "setting"]),
             models.Index(fields=["campaign", "-assigned", "order_key"], name="question_pool_idx"),
+            # The HIT engine's exact ORDER BY (nearest to completion first): an ordered index scan that
+            # stops after k unlocked, unseen rows instead of sorting the campaign's whole pool.
+            models.Index(fields=["campaign", "is_gold", "-assigned", "-completed", "order_key", "image", "slot"],
+                         name="question_pool_order_idx"),
         ]
 
 

@@ -499,7 +499,7 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
     The database backs this up: CHECK assigned <= required and UNIQUE (question, annotator).
     On SQLite there is no row locking: the first statement (the reclaim) is a write under
     `transaction_mode=IMMEDIATE` (settings), so the whole database is held by one writer at a time.
-    Queries: 7 (+1 when gold questions are mixed in, +2-3 when leases expired).
+    Queries: 8 statements (+1 when gold questions are mixed in, +2-3 when leases expired), plus BEGIN/COMMIT.
     """
     now = timezone.now()
     leases_reclaim(campaign_id=campaign_id, now=now)
@@ -658,7 +658,7 @@ def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) ->
     one is a 409. A late submission (lease expired and reclaimed) is accepted only if every released
     question still has room: `assigned + 1` is re-taken with `assigned < required` in one UPDATE,
     otherwise 409. Locks the assignment row first (a concurrent reclaim skips it).
-    Queries: 10 (+1 late re-take, +1 when a quality threshold is set).
+    Queries: 8 statements (+1 late re-take, +1 when a quality threshold is set), plus BEGIN/COMMIT.
     """
     assignment = (Assignment.objects.select_for_update(of=("self",), no_key=True).select_related("campaign")
                   .filter(pk=assignment_id, annotator=annotator).first())

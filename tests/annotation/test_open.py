@@ -143,3 +143,20 @@ def test_custom_wording_and_redundancy_from_the_spec(researcher):
     questions_open(campaign=campaign)
     q = Question.objects.get(campaign=campaign)
     assert q.required == 5 and q.text.startswith("Is someone ")
+
+
+def test_cli_annotate_open_and_status(researcher):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    campaign = make_campaign(researcher, settings=["explicit"])
+    make_images(campaign, "explicit", 2)
+    out = StringIO()
+    call_command("campaign", "annotate-open", str(campaign.pk), stdout=out)
+    assert json.loads(out.getvalue())["questions_created"] == 2
+    out = StringIO()
+    call_command("campaign", "annotate-status", str(campaign.pk), stdout=out)
+    status = json.loads(out.getvalue())
+    assert status["status"] == "open" and status["questions"] == 2 and status["answers"] == 0
