@@ -337,8 +337,8 @@
   }
 
   function beginHit(data) {
+    if (!data.questions || !data.questions.length) { hit = null; showStage("stage-done"); return; }
     hit = data;
-    hit.questions = hit.questions || [];
     answers = hit.questions.map(function () { return null; });
     spent = hit.questions.map(function () { return 0; });
     index = 0;
@@ -502,6 +502,7 @@
   function go(i) {
     if (!hit || i < 0 || i >= hit.questions.length) { return; }
     leaveQuestion();
+    clearError();
     $("submit-hint").textContent = "";
     showQuestion(i);
   }
