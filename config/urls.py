@@ -20,6 +20,7 @@ urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("", include("annotation.page_urls")),
 ]
 if settings.DEBUG and settings.MEDIA_STORAGE == "local":
     urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
