@@ -12,6 +12,7 @@ api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("campaigns.urls")),
+    path("", include("generation.urls")),
     path("", include("annotation.urls")),
     path("", include("metrics.urls")),
 ]

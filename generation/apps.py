@@ -8,8 +8,9 @@ class GenerationConfig(AppConfig):
     def ready(self) -> None:
         from campaigns.registry import register_progress
 
-        from . import spec_backends
+        from . import cli, spec_backends
         from .selectors import image_progress
 
         spec_backends.register()
+        cli.register()
         register_progress(image_progress)

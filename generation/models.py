@@ -22,6 +22,11 @@ class Image(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     error = models.TextField(blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
+    # Celery task id of the delivery that claimed the image (status running). A redelivered or
+    # retried message keeps its task id, so it may take back its own `running` images, while a
+    # second message for the same image (generate pressed twice) leaves them alone.
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
     # Storage keys (Django storage API): content-addressed by sha256 of the original file.
     file = models.CharField(max_length=300, blank=True, default="")
     web_file = models.CharField(max_length=300, blank=True, default="")

@@ -155,8 +155,20 @@ if CELERY_BROKER_URL == "filesystem://":
     }
 else:
     # A task must be re-delivered if its worker dies: visibility timeout longer than any task.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+    # A SIGKILLed worker's unacked message comes back after the visibility timeout, found by the
+    # periodic sweep (every interval x throttle seconds) or by a worker starting up.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
+        "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
+        "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
+    }
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Generation tasks go to GPU hosts (`celery -A config worker -Q generation --concurrency 1`);
+# everything else (imports, reports, syncs) to the default queue.
+CELERY_TASK_ROUTES = {
+    "generation.images_generate": {"queue": "generation"},
+    "*": {"queue": "default"},
+}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -171,6 +183,15 @@ CELERY_BEAT_SCHEDULE = {
     "annotation-leases-reclaim": {"task": "annotation.leases_reclaim", "schedule": 60.0},
     "annotation-assignments-auto-approve": {"task": "annotation.assignments_auto_approve", "schedule": 3600.0},
 }
+
+# Generation (see docs/generation.md).
+GENERATION_MAX_RETRIES = env_int("GENERATION_MAX_RETRIES", 8)  # transient errors, with exponential backoff
+GENERATION_RETRY_BACKOFF_MAX_S = env_int("GENERATION_RETRY_BACKOFF_MAX_S", 600)
+# A `running` image whose claim is older than this is queued again by `generate` (its message was lost).
+GENERATION_RUNNING_STALE_S = env_int("GENERATION_RUNNING_STALE_S", 2 * env_int("CELERY_VISIBILITY_TIMEOUT", 3600))
+IMPORT_MAX_FILE_BYTES = env_int("IMPORT_MAX_FILE_BYTES", 50 * 1024 * 1024)   # per image file
+IMPORT_MAX_ARCHIVE_BYTES = env_int("IMPORT_MAX_ARCHIVE_BYTES", 2 * 1024 ** 3)  # zip, uncompressed total
+IMPORT_MAX_PIXELS = env_int("IMPORT_MAX_PIXELS", 40_000_000)                  # per image (decompression bombs)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -1,0 +1,166 @@
+"""REST API of generation: start / cancel / retry, the image list, exclusion, and import."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.files.storage import default_storage
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.selectors import campaign_get, campaign_progress
+from common.errors import ApplicationError
+from common.pagination import PageNumberPagination
+from common.permissions import IsResearcher
+
+from .importer import UploadedFilesSource, ZipSource, images_import
+from .models import Image
+from .selectors import image_get, image_list
+from .services import generation_cancel, generation_retry_failed, generation_start, image_exclude, image_include
+
+
+def _url(key: str) -> str | None:
+    return default_storage.url(key) if key else None
+
+
+class ImageOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    prompt_id = serializers.IntegerField()
+    prompt_key = serializers.CharField(source="prompt.key")
+    prompt_text = serializers.CharField(source="prompt.text")
+    setting = serializers.CharField(source="prompt.setting")
+    sample_index = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    status = serializers.CharField()
+    error = serializers.CharField()
+    attempts = serializers.IntegerField()
+    url = serializers.SerializerMethodField()
+    web_url = serializers.SerializerMethodField()
+    source_url = serializers.CharField()
+    sha256 = serializers.CharField()
+    width = serializers.IntegerField(allow_null=True)
+    height = serializers.IntegerField(allow_null=True)
+    backend = serializers.CharField()
+    model = serializers.CharField()
+    revision = serializers.CharField()
+    params = serializers.JSONField()
+    wall_time_s = serializers.FloatField(allow_null=True)
+    revised_prompt = serializers.CharField()
+    synthetic = serializers.BooleanField()
+    excluded = serializers.BooleanField()
+    exclusion_reason = serializers.CharField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def get_url(self, image: Image) -> str | None:
+        return _url(image.file) or image.source_url or None
+
+    def get_web_url(self, image: Image) -> str | None:
+        return _url(image.web_file) or image.source_url or None
+
+
+class GenerationStartApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=None, responses={202: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        result = generation_start(campaign=campaign)
+        campaign.refresh_from_db()
+        return Response({**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+class GenerationCancelApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        result = generation_cancel(campaign=campaign)
+        campaign.refresh_from_db()
+        return Response({**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)})
+
+
+class GenerationRetryFailedApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=None, responses={202: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        result = generation_retry_failed(campaign=campaign)
+        campaign.refresh_from_db()
+        return Response({**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+class CampaignImagesApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("status", str, enum=[s.value for s in Image.Status]),
+                    OpenApiParameter("setting", str), OpenApiParameter("excluded", bool),
+                    OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        responses={200: ImageOutputSerializer(many=True)},
+    )
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        status_filter = request.query_params.get("status") or None
+        if status_filter and status_filter not in Image.Status.values:
+            raise ApplicationError("Unknown status.", errors={"status": [f"use one of {', '.join(Image.Status.values)}"]})
+        excluded_raw = request.query_params.get("excluded")
+        excluded = None if excluded_raw in (None, "") else excluded_raw.lower() in ("1", "true", "yes")
+        qs = image_list(campaign=campaign, status=status_filter, setting=request.query_params.get("setting") or None,
+                        excluded=excluded)
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(ImageOutputSerializer(page, many=True).data)
+
+
+class ImageExcludeInputSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)
+
+
+class ImageExcludeApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=ImageExcludeInputSerializer, responses={200: ImageOutputSerializer})
+    def post(self, request: Request, image_id: int) -> Response:
+        image = image_get(user=request.user, image_id=image_id)
+        data = ImageExcludeInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        image = image_exclude(image=image, reason=data.validated_data["reason"])
+        return Response(ImageOutputSerializer(image).data)
+
+
+class ImageIncludeApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=None, responses={200: ImageOutputSerializer})
+    def post(self, request: Request, image_id: int) -> Response:
+        image = image_get(user=request.user, image_id=image_id)
+        return Response(ImageOutputSerializer(image_include(image=image)).data)
+
+
+class ImageImportApi(APIView):
+    """Multipart: `manifest` (CSV or JSONL), optional `archive` (zip) and/or `files` (repeated)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request={"multipart/form-data": dict}, responses={201: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        manifest = request.FILES.get("manifest")
+        if manifest is None:
+            raise ApplicationError("A manifest file is required.", errors={"manifest": ["This field is required."]})
+        archive = request.FILES.get("archive")
+        uploads = request.FILES.getlist("files")
+        if archive is not None and uploads:
+            raise ApplicationError("Send either an archive or files, not both.", errors={"archive": ["Send one."]})
+        source: Any = ZipSource(archive) if archive is not None else UploadedFilesSource(uploads) if uploads else None
+        result = images_import(campaign=campaign, manifest_name=manifest.name or "manifest", manifest=manifest.read(),
+                               files=source)
+        campaign.refresh_from_db()
+        return Response({**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)},
+                        status=status.HTTP_201_CREATED)

@@ -1,0 +1,348 @@
+"""The `import` path: images generated elsewhere, uploaded with a manifest.
+
+Manifest: CSV (header row) or JSON Lines, one image per row with `prompt_key` (or the exact
+`prompt` text), `sample_index`, and either `file` (a name in the uploaded files / zip / folder) or
+`url` (register an image by URL, no file). Every row is validated before anything is stored, and
+every problem names its row (the line number in the manifest). Then the files are written to
+storage (content-addressed: a retried import finds them) and all rows are recorded in one
+transaction: all or nothing.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import warnings
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO, Protocol
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from PIL import Image as PILImage
+
+from campaigns.models import Campaign, Prompt
+from common.errors import ApplicationError, ConflictError
+
+from .models import Image
+from .services import STARTABLE, campaign_generation_refresh, images_plan
+from .storage import image_store, png_normalize
+
+S = Image.Status
+MAX_ROWS = 100_000
+
+
+class FileSource(Protocol):
+    def problems(self) -> list[str]: ...
+    def exists(self, name: str) -> bool: ...
+    def size(self, name: str) -> int: ...
+    def read(self, name: str, limit: int) -> bytes: ...
+
+
+def path_is_safe(name: str) -> bool:
+    """No absolute paths, drive letters, backslashes or `..` components (zip slip)."""
+    if not name or name.startswith(("/", "\\")) or "\\" in name or "\x00" in name:
+        return False
+    parts = PurePosixPath(name).parts
+    return bool(parts) and ".." not in parts and ":" not in parts[0]
+
+
+class NoFiles:
+    def problems(self) -> list[str]:
+        return []
+
+    def exists(self, name: str) -> bool:
+        return False
+
+    def size(self, name: str) -> int:
+        return 0
+
+    def read(self, name: str, limit: int) -> bytes:
+        raise FileNotFoundError(name)
+
+
+class ZipSource:
+    def __init__(self, file: str | Path | BinaryIO):
+        try:
+            self.zip = zipfile.ZipFile(file)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise ApplicationError("The archive is not a zip file.", errors={"archive": [str(exc)]}) from exc
+        self.members = {info.filename: info for info in self.zip.infolist() if not info.is_dir()}
+
+    def problems(self) -> list[str]:
+        out = [f"member {name!r} has an unsafe path (absolute or with '..')" for name in self.members
+               if not path_is_safe(name)]
+        total = sum(info.file_size for info in self.members.values())
+        if total > settings.IMPORT_MAX_ARCHIVE_BYTES:
+            out.append(f"uncompressed size {total} bytes is over the limit of {settings.IMPORT_MAX_ARCHIVE_BYTES}")
+        return out
+
+    def exists(self, name: str) -> bool:
+        return name in self.members
+
+    def size(self, name: str) -> int:
+        return self.members[name].file_size
+
+    def read(self, name: str, limit: int) -> bytes:
+        with self.zip.open(self.members[name]) as handle:
+            return handle.read(limit + 1)  # never more than the limit, whatever the header claims
+
+
+class DirectorySource:
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+
+    def _path(self, name: str) -> Path | None:
+        path = (self.root / name).resolve()
+        return path if path.is_relative_to(self.root) and path.is_file() else None
+
+    def problems(self) -> list[str]:
+        return []
+
+    def exists(self, name: str) -> bool:
+        return self._path(name) is not None
+
+    def size(self, name: str) -> int:
+        path = self._path(name)
+        return path.stat().st_size if path else 0
+
+    def read(self, name: str, limit: int) -> bytes:
+        path = self._path(name)
+        assert path is not None
+        with path.open("rb") as handle:
+            return handle.read(limit + 1)
+
+
+class UploadedFilesSource:
+    """Files uploaded in the same multipart request (`files` fields), by their names."""
+
+    def __init__(self, files: list[Any]):
+        self.files = {f.name: f for f in files}
+
+    def problems(self) -> list[str]:
+        return []
+
+    def exists(self, name: str) -> bool:
+        return name in self.files
+
+    def size(self, name: str) -> int:
+        return int(self.files[name].size)
+
+    def read(self, name: str, limit: int) -> bytes:
+        handle = self.files[name]
+        handle.seek(0)
+        return handle.read(limit + 1)
+
+
+@dataclass
+class ManifestRow:
+    line: int
+    prompt: Prompt
+    sample_index: int
+    file: str = ""
+    url: str = ""
+    sha256: str = ""  # of the normalised PNG, filled when validated
+
+
+def _manifest_rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        errors.setdefault(f"rows.{line}", []).append(
+            f"row {line}: not valid UTF-8 (byte {exc.start}); save the manifest as UTF-8")
+        return
+    lower = name.lower()
+    is_jsonl = lower.endswith((".jsonl", ".ndjson", ".json")) or (
+        not lower.endswith(".csv") and text.lstrip().startswith("{"))
+    if is_jsonl:
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                errors.setdefault(f"rows.{line}", []).append(f"row {line}: not JSON: {exc.msg}")
+                continue
+            if not isinstance(row, dict):
+                errors.setdefault(f"rows.{line}", []).append(f"row {line}: must be a JSON object")
+                continue
+            yield line, row
+        return
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not reader.fieldnames:
+        errors.setdefault("manifest", []).append("the manifest is empty")
+        return
+    unknown = [f for f in reader.fieldnames if f not in ("prompt_key", "prompt", "sample_index", "file", "url")]
+    if unknown:
+        errors.setdefault("rows.1", []).append(f"row 1: unknown columns {', '.join(map(repr, unknown))} "
+                                               "(columns: prompt_key or prompt, sample_index, file or url)")
+    for row in reader:
+        yield reader.line_num, {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+
+
+def _check_image(data: bytes, limit: int) -> str | None:
+    """Why these bytes are not an acceptable image, or None."""
+    if len(data) > limit:
+        return f"larger than the size limit of {limit} bytes"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PILImage.DecompressionBombWarning)
+            with PILImage.open(io.BytesIO(data)) as image:
+                pixels = image.width * image.height
+                if pixels > settings.IMPORT_MAX_PIXELS:
+                    return (f"decompression bomb: {image.width}x{image.height} is over the limit of "
+                            f"{settings.IMPORT_MAX_PIXELS} pixels")
+                image.load()
+    except (PILImage.DecompressionBombError, PILImage.DecompressionBombWarning) as exc:
+        return f"decompression bomb: {exc}"
+    except (PILImage.UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        return f"not an image ({type(exc).__name__}: {exc})"
+    return None
+
+
+def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: bytes,
+                           files: FileSource) -> list[ManifestRow]:
+    """Every row checked; raises ApplicationError listing every problem by row, or returns the rows."""
+    errors: dict[str, list[str]] = {}
+    for problem in files.problems():
+        errors.setdefault("archive", []).append(problem)
+    prompts_by_key = {p.key: p for p in Prompt.objects.filter(campaign=campaign)}
+    prompts_by_text: dict[str, list[Prompt]] = {}
+    for p in prompts_by_key.values():
+        prompts_by_text.setdefault(p.text, []).append(p)
+    existing = {(i.prompt_id, i.sample_index): i for i in Image.objects.filter(campaign=campaign)
+                .exclude(file="", source_url="")}
+    seen: dict[tuple[int, int], int] = {}
+    rows: list[ManifestRow] = []
+    limit = settings.IMPORT_MAX_FILE_BYTES
+    count = 0
+    for line, raw in _manifest_rows(manifest_name, manifest, errors):
+        count += 1
+        if count > MAX_ROWS:
+            errors.setdefault(f"rows.{line}", []).append(f"row {line}: more than {MAX_ROWS} rows")
+            break
+        problems: list[str] = []
+        prompt: Prompt | None = None
+        if raw.get("prompt_key") not in (None, ""):
+            prompt = prompts_by_key.get(str(raw["prompt_key"]))
+            if prompt is None:
+                problems.append(f"unknown prompt_key {raw['prompt_key']!r}")
+        elif raw.get("prompt") not in (None, ""):
+            matches = prompts_by_text.get(str(raw["prompt"]), [])
+            if len(matches) == 1:
+                prompt = matches[0]
+            elif not matches:
+                problems.append(f"unknown prompt {str(raw['prompt'])[:200]!r} (no prompt of the campaign has this text)")
+            else:
+                problems.append("prompt text matches several prompts: use prompt_key")
+        else:
+            problems.append("prompt_key or prompt is required")
+        sample: int | None = None
+        try:
+            sample = int(str(raw.get("sample_index", "")).strip())
+        except ValueError:
+            problems.append(f"sample_index must be an integer, got {raw.get('sample_index')!r}")
+        if prompt is not None and sample is not None and not 0 <= sample < prompt.samples:
+            problems.append(f"sample_index {sample} is out of range for {prompt.key!r} (0 to {prompt.samples - 1})")
+            sample = None
+        file, url = str(raw.get("file") or "").strip(), str(raw.get("url") or "").strip()
+        if bool(file) == bool(url):
+            problems.append("give exactly one of file and url")
+        if prompt is not None and sample is not None:
+            key = (prompt.pk, sample)
+            if key in seen:
+                problems.append(f"duplicate: {prompt.key!r} sample {sample} is already on row {seen[key]}")
+            else:
+                seen[key] = line
+        row = ManifestRow(line=line, prompt=prompt, sample_index=sample or 0, file=file, url=url)  # type: ignore[arg-type]
+        if url:
+            parsed = urlparse(url)
+            if parsed.scheme not in ("http", "https") or not parsed.netloc or len(url) > 1000:
+                problems.append(f"url must be an http(s) URL of at most 1000 characters, got {url[:100]!r}")
+        elif file:
+            if not path_is_safe(file):
+                problems.append(f"file {file!r} has an unsafe path (absolute or with '..')")
+            elif not files.exists(file):
+                problems.append(f"missing file {file!r} (not among the uploaded files)")
+            elif files.size(file) > limit:
+                problems.append(f"file {file!r} is larger than the size limit of {limit} bytes")
+            else:
+                data = files.read(file, limit)
+                why = _check_image(data, limit)
+                if why:
+                    problems.append(f"file {file!r}: {why}")
+                else:
+                    import hashlib
+
+                    row.sha256 = hashlib.sha256(png_normalize(data)[0]).hexdigest()
+        if prompt is not None and sample is not None and (prompt.pk, sample) in existing and not problems:
+            current = existing[(prompt.pk, sample)]
+            same = (row.sha256 and current.sha256 == row.sha256) or (url and current.source_url == url)
+            if not same:
+                problems.append(f"{prompt.key!r} sample {sample} already has an image (#{current.pk})")
+        if problems:
+            errors.setdefault(f"rows.{line}", []).extend(f"row {line}: {p}" for p in problems)
+        else:
+            rows.append(row)
+    if not errors and not rows:
+        errors["manifest"] = ["the manifest has no rows"]
+    if errors:
+        bad = sum(1 for k in errors if k.startswith("rows."))
+        raise ApplicationError(f"Import rejected ({bad} bad rows of {count}); nothing was stored.", errors=errors)
+    return rows
+
+
+def images_import(*, campaign: Campaign, manifest_name: str, manifest: bytes, files: FileSource | None = None,
+                  ) -> dict[str, int]:
+    """Validate every row, then store the files, then record every image in one transaction."""
+    if campaign.status not in STARTABLE:
+        raise ConflictError(f"Campaign {campaign.pk} is {campaign.status}: images can no longer be imported.")
+    files = files or NoFiles()
+    rows = images_import_validate(campaign=campaign, manifest_name=manifest_name, manifest=manifest, files=files)
+    stored = {}
+    for row in rows:
+        if row.file:
+            stored[row.line] = image_store(files.read(row.file, settings.IMPORT_MAX_FILE_BYTES))
+    backend = campaign.spec.get("backend", {})
+    now = timezone.now()
+    imported = unchanged = 0
+    with transaction.atomic():
+        images_plan(campaign=campaign)
+        by_key = {(i.prompt_id, i.sample_index): i for i in Image.objects.select_for_update()
+                  .filter(campaign=campaign).order_by("id")}
+        for row in rows:
+            image = by_key[(row.prompt.pk, row.sample_index)]
+            meta = stored.get(row.line)
+            if image.status == S.DONE and (meta and image.sha256 == meta.sha256 or row.url and image.source_url == row.url):
+                unchanged += 1
+                continue
+            if image.status in (S.DONE, S.RUNNING) and (image.file or image.source_url or image.status == S.RUNNING):
+                raise ConflictError(f"Image for {row.prompt.key!r} sample {row.sample_index} changed during the "
+                                    "import; nothing was stored.")
+            image.status = S.DONE
+            image.error = ""
+            image.backend = "import"
+            image.model = str(backend.get("model") or "")
+            image.params = {"note": backend.get("note", ""), "manifest": manifest_name, "row": row.line}
+            image.finished_at = now
+            image.source_url = row.url
+            if meta is not None:
+                image.file, image.web_file, image.sha256 = meta.file, meta.web_file, meta.sha256
+                image.width, image.height = meta.width, meta.height
+            else:
+                image.file = image.web_file = image.sha256 = ""
+                image.width = image.height = None
+            image.save()
+            imported += 1
+        if campaign.status == Campaign.Status.DRAFT and not Image.objects.filter(
+                campaign=campaign).exclude(status__in=(S.DONE, S.FILTERED, S.FAILED)).exists():
+            from campaigns.services import campaign_status_set
+
+            campaign_status_set(campaign=campaign, status=Campaign.Status.GENERATED)
+    campaign_generation_refresh(campaign_id=campaign.pk)
+    return {"imported": imported, "unchanged": unchanged, "rows": len(rows)}

@@ -1,0 +1,77 @@
+"""Image files through Django's storage API (local media or S3), content-addressed.
+
+Originals: `images/<sha256[:2]>/<sha256>.png`; annotation-UI derivatives (at most 768 px, WebP):
+`web/<sha256[:2]>/<sha256>.webp`, where sha256 is the digest of the original PNG. The names say
+nothing about the prompt or the model (annotators see the URLs), and storing the same pixels twice
+finds the existing object instead of writing a second one.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from PIL import Image
+
+WEB_MAX_PX = 768
+WEB_QUALITY = 85
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    file: str
+    web_file: str
+    sha256: str
+    width: int
+    height: int
+
+
+def image_key(sha256: str) -> str:
+    return f"images/{sha256[:2]}/{sha256}.png"
+
+
+def web_key(sha256: str) -> str:
+    return f"web/{sha256[:2]}/{sha256}.webp"
+
+
+def png_normalize(data: bytes) -> tuple[bytes, int, int]:
+    """Re-encode any decodable image as PNG without metadata (EXIF or PNG text chunks may name the
+    model or prompt). PNG bytes are returned unchanged: they are stored as they came."""
+    with Image.open(io.BytesIO(data)) as image:
+        if image.format == "PNG" and not image.info.get("parameters") and not getattr(image, "text", None):
+            return data, image.width, image.height
+        image.load()
+        if image.mode not in ("RGB", "RGBA", "L", "LA"):
+            image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+        out = io.BytesIO()
+        image.save(out, format="PNG")
+        return out.getvalue(), image.width, image.height
+
+
+def web_derivative(data: bytes) -> bytes:
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+        image.thumbnail((WEB_MAX_PX, WEB_MAX_PX))
+        out = io.BytesIO()
+        image.save(out, format="WEBP", quality=WEB_QUALITY, method=4)
+        return out.getvalue()
+
+
+def _put(key: str, data: bytes) -> str:
+    if default_storage.exists(key):
+        return key
+    # `save` may pick another name if a concurrent writer got there first; either holds the same bytes.
+    return default_storage.save(key, ContentFile(data))
+
+
+def image_store(data: bytes) -> StoredImage:
+    """Store an image and its web derivative; returns their keys. Idempotent."""
+    png, width, height = png_normalize(data)
+    digest = hashlib.sha256(png).hexdigest()
+    file = _put(image_key(digest), png)
+    web = web_key(digest)
+    web_file = web if default_storage.exists(web) else _put(web, web_derivative(png))
+    return StoredImage(file=file, web_file=web_file, sha256=digest, width=width, height=height)
