@@ -6,11 +6,15 @@ import io
 import zipfile
 from typing import Any
 
+import numpy as np
+import pandas as pd
+from django.db import connection
 from django.db.models.fields.json import KT
 from django.template.loader import render_to_string
 
 from annotation.models import Answer, Question
 from campaigns.models import Campaign
+from generation.models import Image
 
 from . import charts
 from .extract import GEP_KEYS, PST_KEYS, campaign_data
@@ -31,36 +35,27 @@ def report_csv_zip(*, campaign: Campaign, report: dict[str, Any], options: Repor
     gep_frequencies.csv + gep_context.csv."""
     keys = PST_KEYS if campaign.kind == "pst" else GEP_KEYS
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        questions = {row[0]: row[1:] for row in Question.objects.filter(campaign=campaign).values_list(
-            "id", "image_id", "setting", "slot", "is_gold", "image__excluded", *(KT(f"metadata__{k}") for k in keys))}
+    # Level 1: a large answers.csv compresses nearly as well and several times faster than the default.
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        header = ["answer_id", "question_id", "image_id", "annotator_id", "choice", "time_ms", "created_at",
+                  "setting", "slot", "is_gold", "image_excluded", "corrects_answer_id", "superseded", *keys]
         with zf.open("answers.csv", "w") as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
-            writer = csv.writer(text, lineterminator="\n")
-            writer.writerow(["answer_id", "question_id", "image_id", "annotator_id", "choice", "time_ms",
-                             "created_at", "setting", "slot", "is_gold", "image_excluded", "corrects_answer_id",
-                             "superseded", *keys])
-            rows = (Answer.objects.filter(campaign=campaign).order_by("id").values_list(
-                "id", "question_id", "annotator_id", "choice", "time_ms", "created_at", "corrects_id",
-                "corrected_by"))
-            for aid, qid, annotator, choice, time_ms, created, corrects, corrected_by in rows.iterator(
-                    chunk_size=5000):
-                image, setting, slot, is_gold, excluded, *meta = questions[qid]
-                writer.writerow([aid, qid, image, annotator, choice, time_ms, created.isoformat(), setting, slot,
-                                 is_gold, excluded, corrects, corrected_by is not None, *meta])
+            text.write(",".join(header) + "\n")
+            if connection.vendor == "postgresql":
+                _answers_csv_postgresql(campaign, keys, text)
+            else:
+                _answers_csv_portable(campaign, keys, text)
         data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
         labels, ties = question_labels(data, options)
-        votes: dict[int, dict[str, int]] = {}
-        for q, c in zip(data.a_question.tolist(), data.a_choice.tolist()):
-            votes.setdefault(q, {}).setdefault(c, 0)
-            votes[q][c] += 1
-        label_rows = []
-        for i, qid in enumerate(data.q_id.tolist()):
-            v = votes.get(qid, {})
-            label_rows.append([qid, int(data.q_image[i]), data.q_setting[i],
-                               *(data.q_meta[k][i] for k in keys), labels[i] if labels[i] is not None else "",
-                               bool(ties[i]), sum(v.values()), ";".join(f"{k}={n}" for k, n in sorted(v.items()))])
-        zf.writestr("labels.csv", _table(label_rows, ["question_id", "image_id", "setting", *keys, "label", "tie",
-                                                      "answers", "votes"]))
+        counts = data.vote_counts()
+        votes = np.full(data.q_id.size, "", dtype=object)
+        for j, choice in enumerate(data.choices):
+            part = np.where(counts[:, j] > 0, np.char.add(f"{choice}=", counts[:, j].astype(str)), "")
+            votes = np.where((votes != "") & (part != ""), votes + ";" + part, votes + part)
+        frame = pd.DataFrame({"question_id": data.q_id, "image_id": data.q_image, "setting": data.q_setting,
+                              **{k: data.q_meta[k] for k in keys}, "label": labels, "tie": ties,
+                              "answers": counts.sum(axis=1), "votes": votes})
+        zf.writestr("labels.csv", frame.to_csv(index=False, lineterminator="\n"))
         agreement_rows = []
         for scope, block in [("overall", report["agreement"]["overall"]),
                              *report["agreement"]["by_setting"].items()]:
@@ -92,6 +87,50 @@ def report_csv_zip(*, campaign: Campaign, report: dict[str, Any], options: Repor
             zf.writestr("gep_context.csv", _table(ctx_rows, ["setting", "context", "gep_score"]))
         zf.writestr("README.txt", _readme(campaign, report))
     return out.getvalue()
+
+
+def _csv_text(expr: str) -> str:
+    return f"'\"' || replace(coalesce(({expr})::text, ''), '\"', '\"\"') || '\"'"
+
+
+def _answers_csv_postgresql(campaign: Campaign, keys: tuple[str, ...], out: Any, chunk: int = 100_000) -> None:
+    """answers.csv rows built by PostgreSQL in chunks of `chunk` answers (bounded memory), joined
+    with their question's metadata; text fields CSV-quoted."""
+    a, q, i = Answer._meta.db_table, Question._meta.db_table, Image._meta.db_table
+    line = ", ".join([
+        "a.id", "a.question_id", "q.image_id", "a.annotator_id", _csv_text("a.choice"),
+        "coalesce(a.time_ms::text, '')",
+        "to_char(a.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')",
+        _csv_text("q.setting"), _csv_text("q.slot"),
+        "CASE WHEN q.is_gold THEN 'True' ELSE 'False' END", "CASE WHEN i.excluded THEN 'True' ELSE 'False' END",
+        "coalesce(a.corrects_id::text, '')", "CASE WHEN c.id IS NULL THEN 'False' ELSE 'True' END",
+        *(_csv_text(f"q.metadata->>'{k}'") for k in keys)])
+    last = 0
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(
+                f"SELECT max(t.id), string_agg(t.line, E'\\n' ORDER BY t.id) FROM ("
+                f"SELECT a.id, concat_ws(',', {line}) AS line FROM \"{a}\" a "
+                f"JOIN \"{q}\" q ON q.id = a.question_id JOIN \"{i}\" i ON i.id = q.image_id "
+                f"LEFT JOIN \"{a}\" c ON c.corrects_id = a.id "
+                "WHERE a.campaign_id = %s AND a.id > %s ORDER BY a.id LIMIT %s) t", [campaign.pk, last, chunk])
+            last_id, text = cursor.fetchone()
+            if last_id is None:
+                break
+            out.write(text + "\n")
+            last = last_id
+
+
+def _answers_csv_portable(campaign: Campaign, keys: tuple[str, ...], out: Any) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    questions = {row[0]: row[1:] for row in Question.objects.filter(campaign=campaign).values_list(
+        "id", "image_id", "setting", "slot", "is_gold", "image__excluded", *(KT(f"metadata__{k}") for k in keys))}
+    rows = (Answer.objects.filter(campaign=campaign).order_by("id").values_list(
+        "id", "question_id", "annotator_id", "choice", "time_ms", "created_at", "corrects_id", "corrected_by"))
+    for aid, qid, annotator, choice, time_ms, created, corrects, corrected_by in rows.iterator(chunk_size=5000):
+        image, setting, slot, is_gold, excluded, *meta = questions[qid]
+        writer.writerow([aid, qid, image, annotator, choice, time_ms, created.isoformat(), setting, slot,
+                         is_gold, excluded, corrects, corrected_by is not None, *meta])
 
 
 def _pst_identity_table(campaign: Campaign, section: dict[str, Any]) -> str:

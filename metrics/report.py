@@ -23,7 +23,7 @@ import numpy as np
 from campaigns import presets
 from common.errors import ApplicationError
 from metrics.core import agreement, aggregation, gep, pst
-from metrics.core.uncertainty import cluster_bootstrap, permutation_test_sts
+from metrics.core.uncertainty import cluster_bootstrap_sums, permutation_test_sts
 
 from .extract import CampaignData
 
@@ -109,53 +109,71 @@ def _ci(low: Any, high: Any) -> list[float | None]:
 
 # ------------------------------------------------------------------------------ labels
 def question_labels(data: CampaignData, options: ReportOptions) -> tuple[np.ndarray, np.ndarray]:
-    """(label per question aligned with data.q_id; None where unanswered), (is_tie per question)."""
-    labels = np.full(data.q_id.size, None, dtype=object)
-    ties = np.zeros(data.q_id.size, dtype=bool)
-    if data.a_question.size == 0:
-        return labels, ties
+    """(label per question aligned with data.q_id, '' where unanswered), (is_tie per question)."""
+    if data.a_qidx.size == 0:
+        return np.full(data.q_id.size, "", dtype=str), np.zeros(data.q_id.size, dtype=bool)
     if options.aggregation == "dawid_skene":
-        result = aggregation.dawid_skene(data.a_question, data.a_annotator, data.a_choice, seed=options.seed or 0)
-    else:
-        result = aggregation.majority_vote(data.a_question, data.a_choice, tie_policy="tie")
-    pos = np.searchsorted(data.q_id, result.item_ids)
-    labels[pos] = result.labels
-    ties[pos] = result.is_tie
-    return labels, ties
+        result = aggregation.dawid_skene(data.a_qidx, data.a_annotator, data.a_code, seed=options.seed or 0)
+        labels = np.full(data.q_id.size, "", dtype=object)
+        ties = np.zeros(data.q_id.size, dtype=bool)
+        names = np.asarray(data.choices + [aggregation.TIE], dtype=object)
+        codes = np.array([len(data.choices) if lab == aggregation.TIE else int(lab) for lab in result.labels])
+        labels[result.item_ids.astype(np.int64)] = names[codes]
+        ties[result.item_ids.astype(np.int64)] = result.is_tie
+        return labels.astype(str), ties
+    labels, ties = aggregation.majority_vote_from_counts(data.vote_counts(), data.choices, tie_policy="tie",
+                                                         missing_value="")
+    return labels.astype(str), ties
 
 
 # ------------------------------------------------------------------------------ agreement
-def _agreement(items: np.ndarray, annotators: np.ndarray, choices: np.ndarray) -> dict[str, Any]:
-    fleiss = agreement.fleiss_kappa(items, choices) if items.size else None
-    alpha = agreement.krippendorff_alpha(items, annotators, choices) if items.size else None
+def _agreement(counts: np.ndarray) -> dict[str, Any]:
+    """Agreement from a questions x choices count matrix (rows with no answers are ignored)."""
+    answered = counts.sum(axis=1) > 0
+    c = counts[answered]
+    fleiss = agreement.fleiss_kappa_from_counts(c) if c.size else None
+    alpha = agreement.krippendorff_alpha_from_counts(c) if c.size else None
+    reason = (fleiss.reason or alpha.reason) if fleiss and alpha else None
     return {
         "fleiss_kappa": _f(fleiss.kappa) if fleiss else None,
         "fleiss_items_used": fleiss.items_used if fleiss else 0,
         "fleiss_raters_per_item": fleiss.raters_per_item if fleiss else 0,
         "krippendorff_alpha": _f(alpha.alpha) if alpha else None,
-        "percent_agreement": _f(agreement.percent_agreement(items, choices)) if items.size else None,
-        "questions": int(np.unique(items).size),
-        "answers": int(items.size),
-        "note": (fleiss.reason or alpha.reason) if fleiss and alpha and (fleiss.reason or alpha.reason) else None,
+        "percent_agreement": _f(agreement.percent_agreement_from_counts(c)) if c.size else None,
+        "questions": int(c.shape[0]),
+        "answers": int(c.sum()),
+        "note": reason,
     }
 
 
 def agreement_section(data: CampaignData) -> dict[str, Any]:
-    out: dict[str, Any] = {"overall": _agreement(data.a_question, data.a_annotator, data.a_choice), "by_setting": {}}
+    counts = data.vote_counts()
+    out: dict[str, Any] = {"overall": _agreement(counts), "by_setting": {}}
     for setting in sorted(set(data.q_setting.tolist())):
-        items, annotators, choices = data.answers_of(data.q_setting == setting)
-        out["by_setting"][setting] = _agreement(items, annotators, choices)
+        out["by_setting"][setting] = _agreement(counts[data.q_setting == setting])
     return out
 
 
 # ------------------------------------------------------------------------------ PST
-def _pst_columns(identities: np.ndarray, s: np.ndarray, w: np.ndarray, names: list[str]) -> np.ndarray:
-    """Columns [s*w, w] overall, then per identity, for the vectorised bootstrap."""
-    cols = [s * w, w]
-    for name in names:
-        m = identities == name
-        cols += [s * w * m, w * m]
-    return np.stack(cols, axis=1).astype(float)
+def _cluster_cells(images: np.ndarray, cells: np.ndarray, n_cells: int, values: list[np.ndarray]) -> np.ndarray:
+    """Per-image sums for bootstrap columns: column `2 * cell + v` holds sum of values[v] of the
+    image's rows in that cell, plus one overall pair of columns first. One bincount per value."""
+    img_codes = np.unique(images, return_inverse=True)[1]
+    n_img = int(img_codes.max()) + 1 if img_codes.size else 0
+    width = 2 * (n_cells + 1)
+    out = np.zeros((n_img, width))
+    for v, vals in enumerate(values):
+        out[:, v] = np.bincount(img_codes, weights=vals, minlength=n_img)
+        flat = np.bincount(img_codes * n_cells + cells, weights=vals, minlength=n_img * n_cells)
+        out[:, 2 + v::2] = flat.reshape(n_img, n_cells)
+    return out
+
+
+def _pst_columns(identities: np.ndarray, s: np.ndarray, w: np.ndarray, names: list[str],
+                 images: np.ndarray) -> np.ndarray:
+    """Per-image sums of [s*w, w] overall, then per identity, for the vectorised bootstrap."""
+    cells = np.searchsorted(np.asarray(names), identities)
+    return _cluster_cells(images, cells, len(names), [s * w, w])
 
 
 def _ratio_cols(t: np.ndarray) -> np.ndarray:
@@ -194,9 +212,9 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
     draws = None
     if options.n_boot > 0 and images.size:
         s, w = pst.stereo_weights(labels, stereotypes, options.treatment)
-        cols = _pst_columns(identities, s.astype(float), w.astype(float), names)
-        iv, draws = cluster_bootstrap(images, cols, _ratio_cols, n_boot=options.n_boot,
-                                      confidence=options.confidence, seed=seed, return_draws=True)
+        sums = _pst_columns(identities, s.astype(float), w.astype(float), names, images)
+        iv, draws = cluster_bootstrap_sums(sums, _ratio_cols, n_boot=options.n_boot,
+                                           confidence=options.confidence, seed=seed, return_draws=True)
         out["overall_ci"] = _ci(iv.low[0], iv.high[0])
         out["micro_ci"] = {n: _ci(iv.low[i + 1], iv.high[i + 1]) for i, n in enumerate(names)}
         # Group means are means of micro STS: take them per draw.
@@ -283,14 +301,18 @@ def _sub(a: float | None, b: float | None) -> float | None:
 
 # ------------------------------------------------------------------------------ GEP
 def _gep_columns(genders: np.ndarray, attributes: np.ndarray, present: np.ndarray, counted: np.ndarray,
-                 gender_order: list[str], attribute_order: list[str]) -> np.ndarray:
-    cols = []
-    for g in gender_order[:2]:
-        gm = genders == g
-        for a in attribute_order:
-            m = gm & (attributes == a)
-            cols += [present * m, counted * m]
-    return np.stack(cols, axis=1).astype(float)
+                 gender_order: list[str], attribute_order: list[str], images: np.ndarray) -> np.ndarray:
+    """Per-image sums of [present, counted] per (gender, attribute) cell, genders 0 and 1 only,
+    without the overall pair (dropped below)."""
+    g_index = {g: i for i, g in enumerate(gender_order[:2])}
+    a_index = {a: i for i, a in enumerate(attribute_order)}
+    g = np.array([g_index.get(x, -1) for x in np.unique(genders)])[np.unique(genders, return_inverse=True)[1]]
+    a = np.array([a_index.get(x, -1) for x in np.unique(attributes)])[np.unique(attributes, return_inverse=True)[1]]
+    keep = (g >= 0) & (a >= 0)
+    cells = g[keep] * len(attribute_order) + a[keep]
+    sums = _cluster_cells(images[keep], cells, 2 * len(attribute_order),
+                          [present[keep].astype(float), counted[keep].astype(float)])
+    return sums[:, 2:]
 
 
 def _gep_stat(n_attr: int):  # type: ignore[no-untyped-def]
@@ -332,14 +354,14 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             "images": int(np.unique(data.q_image[mask]).size),
             "questions": int(mask.sum()),
             "ties": int(ties[mask].sum()),
-            "unanswered": int(sum(1 for x in lab if x is None)),
+            "unanswered": int((lab == "").sum()),
         }
         if options.n_boot > 0:
             present, counted, _ = gep.present_weights(lab, options.gep_tie_policy)
-            cols = _gep_columns(genders, attributes, present.astype(float), counted.astype(float),
-                                gender_order, present_attrs)
-            iv = cluster_bootstrap(data.q_image[mask], cols, _gep_stat(len(present_attrs)), n_boot=options.n_boot,
-                                   confidence=options.confidence, seed=seed)
+            sums = _gep_columns(genders, attributes, present, counted, gender_order, present_attrs,
+                                data.q_image[mask])
+            iv = cluster_bootstrap_sums(sums, _gep_stat(len(present_attrs)), n_boot=options.n_boot,
+                                        confidence=options.confidence, seed=seed)
             section["score_ci"] = _ci(iv.low[0], iv.high[0])
             section["vector_ci"] = {a: _ci(iv.low[i + 1], iv.high[i + 1]) for i, a in enumerate(present_attrs)}
         out[setting] = section
@@ -358,7 +380,7 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
                      "synthetic": backend.get("name") == "placeholder"},
         "options": {**asdict(options), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
-                   "questions_labelled": int(sum(1 for x in labels if x is not None))},
+                   "questions_labelled": int((labels != "").sum())},
         "agreement": agreement_section(data),
     }
     if campaign.kind == "pst":

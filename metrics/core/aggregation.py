@@ -21,6 +21,7 @@ __all__ = [
     "TiePolicy",
     "AggregationResult",
     "majority_vote",
+    "majority_vote_from_counts",
     "dawid_skene",
     "annotator_agreement_with_majority",
 ]
@@ -122,6 +123,29 @@ def majority_vote(
         return AggregationResult(cm.item_ids, empty, np.zeros(0, bool), cm.categories, cm.counts)
     lab, is_tie = _resolve_ties(cm.counts, cm.categories, tie_policy, seed, tie_value)
     return AggregationResult(cm.item_ids, lab, is_tie, cm.categories, counts=cm.counts)
+
+
+def majority_vote_from_counts(
+    counts: ArrayLike,
+    categories: Sequence[Any],
+    tie_policy: TiePolicy = "tie",
+    seed: int | None = None,
+    tie_value: Any = TIE,
+    missing_value: Any = None,
+) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+    """:func:`majority_vote` from an items x categories count matrix (rows in the caller's item
+    order). Rows without any vote get ``missing_value`` and ``is_tie = False``.
+    Returns ``(labels, is_tie)``."""
+    c = np.asarray(counts)
+    n = c.shape[0]
+    labels = np.full(n, missing_value, dtype=object)
+    is_tie = np.zeros(n, dtype=bool)
+    voted = c.sum(axis=1) > 0
+    if voted.any():
+        lab, tie = _resolve_ties(c[voted], np.asarray(list(categories), dtype=object), tie_policy, seed, tie_value)
+        labels[voted] = lab
+        is_tie[voted] = tie
+    return labels, is_tie
 
 
 def annotator_agreement_with_majority(

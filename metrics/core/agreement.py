@@ -23,6 +23,7 @@ __all__ = [
     "fleiss_kappa",
     "fleiss_kappa_from_counts",
     "krippendorff_alpha",
+    "krippendorff_alpha_from_counts",
     "reliability_matrix",
     "cohen_kappa",
     "percent_agreement",
@@ -221,38 +222,55 @@ def krippendorff_alpha(
     no item with 2 or more ratings; or all pairable ratings in a single category
     (expected disagreement 0, alpha undefined).
     """
-    import krippendorff  # local import: keep module import cheap
-
     items_a = as_1d(items, "items")
     labels_a = as_1d(labels, "labels")
     cm = count_matrix(items_a, labels_a)
-    totals = cm.ratings_per_item
+    if method == "value_counts":
+        return krippendorff_alpha_from_counts(cm.counts)
+    if method != "reliability_data":
+        raise ValueError(f"unknown method {method!r}")
+    import krippendorff  # local import: keep module import cheap
+
+    degenerate = _alpha_degenerate(cm.counts)
+    if degenerate is not None:
+        return degenerate
+    pairable = cm.counts.sum(axis=1) >= 2
+    mat, _, _, cats = reliability_matrix(items_a, annotators, labels_a)
+    alpha = krippendorff.alpha(
+        reliability_data=mat,
+        value_domain=np.arange(len(cats), dtype=float),
+        level_of_measurement="nominal",
+    )
+    return AlphaResult(float(alpha), int(pairable.sum()), int(cm.counts.shape[0]), int(cm.counts[pairable].sum()))
+
+
+def _alpha_degenerate(counts: NDArray[np.int64]) -> AlphaResult | None:
+    totals = counts.sum(axis=1)
     pairable = totals >= 2
-    n_items = int(len(cm.item_ids))
-    vc = cm.counts[pairable]
-    n_values = int(vc.sum())
+    vc = counts[pairable]
+    n_items, n_values = int(counts.shape[0]), int(vc.sum())
     if vc.shape[0] == 0:
         return AlphaResult(float("nan"), 0, n_items, 0, "no item has 2 or more ratings")
     if int((vc.sum(axis=0) > 0).sum()) < 2:
-        return AlphaResult(
-            float("nan"),
-            int(vc.shape[0]),
-            n_items,
-            n_values,
-            "all pairable ratings in a single category (expected disagreement is 0)",
-        )
-    if method == "value_counts":
-        alpha = krippendorff.alpha(value_counts=vc, level_of_measurement="nominal")
-    elif method == "reliability_data":
-        mat, _, _, cats = reliability_matrix(items_a, annotators, labels_a)
-        alpha = krippendorff.alpha(
-            reliability_data=mat,
-            value_domain=np.arange(len(cats), dtype=float),
-            level_of_measurement="nominal",
-        )
-    else:
-        raise ValueError(f"unknown method {method!r}")
-    return AlphaResult(float(alpha), int(vc.shape[0]), n_items, n_values)
+        return AlphaResult(float("nan"), int(vc.shape[0]), n_items, n_values,
+                           "all pairable ratings in a single category (expected disagreement is 0)")
+    return None
+
+
+def krippendorff_alpha_from_counts(counts: ArrayLike) -> AlphaResult:
+    """Krippendorff's alpha (nominal) from an items x categories count matrix, computed by the
+    ``krippendorff`` package (``value_counts=``); see :func:`krippendorff_alpha` for the formula,
+    missing ratings and degenerate input. For nominal data alpha depends only on these counts."""
+    import krippendorff  # local import: keep module import cheap
+
+    c = np.asarray(counts, dtype=np.int64)
+    degenerate = _alpha_degenerate(c)
+    if degenerate is not None:
+        return degenerate
+    pairable = c.sum(axis=1) >= 2
+    vc = c[pairable]
+    alpha = krippendorff.alpha(value_counts=vc, level_of_measurement="nominal")
+    return AlphaResult(float(alpha), int(vc.shape[0]), int(c.shape[0]), int(vc.sum()))
 
 
 # ---------------------------------------------------------------------------- Cohen

@@ -30,6 +30,7 @@ __all__ = [
     "cluster_sums",
     "multiplicities",
     "cluster_bootstrap",
+    "cluster_bootstrap_sums",
     "bootstrap_ci",
     "sts_bootstrap_ci",
     "PermutationResult",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 #: Keep (draws x images) blocks at most this many cells (memory bound).
-_MAX_CELLS = 20_000_000
+_MAX_CELLS = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def multiplicities(rng: np.random.Generator, n_boot: int, n_clusters: int) -> ND
     """``(n_boot, n_clusters)`` matrix: how often each cluster is drawn in each
     bootstrap sample (draw indices, then one bincount over ``b * n + index``)."""
     idx = rng.integers(0, n_clusters, size=(n_boot, n_clusters))
-    flat = (np.arange(n_boot)[:, None] * n_clusters + idx).ravel()
+    idx += (np.arange(n_boot) * n_clusters)[:, None]  # in place: one (B, n) array, not three
+    flat = idx.ravel()
     return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(float)
 
 
@@ -117,6 +119,20 @@ def cluster_bootstrap(
     and data give the same interval.
     """
     _, sums = cluster_sums(cluster_ids, values)
+    return cluster_bootstrap_sums(sums, statistic, n_boot, confidence, seed, return_draws)
+
+
+def cluster_bootstrap_sums(
+    sums: ArrayLike,
+    statistic: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+    return_draws: bool = False,
+) -> Interval | tuple[Interval, NDArray[np.float64]]:
+    """:func:`cluster_bootstrap` from precomputed per-cluster column sums (n_clusters x k), for
+    callers that build the sums themselves (e.g. one bincount over (cluster, column) pairs)."""
+    sums = np.asarray(sums, dtype=float)
     n = sums.shape[0]
     if n == 0:
         raise ValueError("no clusters")

@@ -220,3 +220,30 @@ def test_large_reports_are_built_by_a_worker_task(api: APIClient, pst_campaign: 
     tasks.report_build_task.run(queued[0])
     done = api.get(f"/api/campaigns/{pst_campaign.pk}/report/?n_boot=20")
     assert done.status_code == 200 and done.json()["pst"]["paired"]["overall"] == 100.0
+
+
+def test_answers_csv_fast_path_equals_the_portable_one(pst_campaign: Campaign) -> None:
+    """PostgreSQL builds answers.csv itself for speed; it must write what the portable path writes."""
+    import csv as csv_module
+    from datetime import datetime
+
+    from metrics.exports import _answers_csv_portable, _answers_csv_postgresql
+    from metrics.extract import PST_KEYS
+
+    first = Answer.objects.filter(campaign=pst_campaign).order_by("id").first()
+    Answer.objects.create(campaign=pst_campaign, question=first.question, annotator=first.annotator,
+                          choice='Odd, "quoted"', corrects=first)
+    fast, portable = io.StringIO(), io.StringIO()
+    _answers_csv_postgresql(pst_campaign, PST_KEYS, fast, chunk=7)  # several chunks
+    _answers_csv_portable(pst_campaign, PST_KEYS, portable)
+
+    def rows(buf: io.StringIO) -> list[list[str]]:
+        out = list(csv_module.reader(io.StringIO(buf.getvalue())))
+        for r in out:
+            r[6] = datetime.fromisoformat(r[6]).isoformat()
+        return out
+
+    a, b = rows(fast), rows(portable)
+    assert len(a) == Answer.objects.filter(campaign=pst_campaign).count() and a == b
+    assert any(r[4] == 'Odd, "quoted"' and r[11] == str(first.pk) for r in a)
+    assert any(r[0] == str(first.pk) and r[12] == "True" for r in a)  # superseded by the correction
