@@ -150,7 +150,7 @@ def campaign_action_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         else:
             messages.error(request, f"Unknown action {action!r}.")
     except ApplicationError as exc:
-        messages.error(request, "; ".join(f"{p}: {m}" if p else m for p, m in _errors(exc)))
+        messages.error(request, str(exc))
     next_url = request.POST.get("next") or ""
     if not next_url.startswith("/console/"):
         next_url = reverse("console:campaign", args=[campaign.pk])
@@ -201,7 +201,7 @@ def annotator_action_view(request: HttpRequest, campaign_id: int, annotator_id: 
                                               reason=request.POST.get("reason", "")[:500])
         messages.success(request, f"Annotator {annotator_id}: {action} done.")
     except ApplicationError as exc:
-        messages.error(request, "; ".join(f"{p}: {m}" if p else m for p, m in _errors(exc)))
+        messages.error(request, str(exc))
     return HttpResponseRedirect(reverse("console:annotators", args=[campaign.pk]))
 
 
