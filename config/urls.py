@@ -20,6 +20,8 @@ api_patterns = [
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
+    path("accounts/", include("console.account_urls")),
+    path("console/", include("console.urls")),
     path("api/", include(api_patterns)),
     path("", include("annotation.page_urls")),
 ]

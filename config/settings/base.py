@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "annotation",
     "metrics",
     "crowd",  # MTurk and Prolific; depends on annotation
+    "console",  # researcher pages; imports every app, nothing imports it
 ]
 
 MIDDLEWARE = [
@@ -220,7 +221,9 @@ SPECTACULAR_SETTINGS = {
 MTURK_SANDBOX = env_bool("MTURK_SANDBOX", True)
 PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete")
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/console/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

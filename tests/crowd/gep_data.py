@@ -11,8 +11,11 @@ from pathlib import Path
 
 from campaigns import presets
 
-# The repository's shared/ folder lies beside the checkout (CI clones the repo with shared/ beside it).
-DATA = Path(os.environ.get("SHARED_DIR") or Path(__file__).resolve().parents[2].parent / "shared") / "data" / "gep-mturk"
+# The project's shared/ folder lies beside the checkout (CI clones the repo with shared/ beside it);
+# SHARED_DIR overrides, and the workplace's own copy is the last resort (e.g. a clone under /tmp).
+_CANDIDATES = [os.environ.get("SHARED_DIR"), Path(__file__).resolve().parents[2].parent / "shared", "/work/shared"]
+DATA = next((Path(c) / "data" / "gep-mturk" for c in _CANDIDATES if c and (Path(c) / "data" / "gep-mturk").is_dir()),
+            Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gep-mturk")
 URL_RE = re.compile(r"/(female|male)_v1_(stable|dalle|cogview2)_gen/(\d+)_(\d+)\.(png|jpg)$")
 MODEL_FILES = {"stable": "{attr}.csv", "dalle": "{attr}_2.csv", "cogview2": "{attr}_2.csv"}
 

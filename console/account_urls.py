@@ -1,0 +1,9 @@
+"""Researcher login / logout (`/accounts/`); annotators have their own pages under /work/<id>/."""
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(template_name="console/login.html", redirect_authenticated_user=True),
+         name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

@@ -1,0 +1,267 @@
+"""Researcher console pages: server-rendered; actions are forms that call the same services as the
+API (so everything here is also possible through the API), or small scripts that call the API."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotation import selectors as annotation_selectors
+from annotation import services as annotation_services
+from campaigns.selectors import campaign_progress
+from campaigns.services import campaign_create
+from campaigns.spec import spec_load_text
+from common.errors import ApplicationError
+from generation import services as generation_services
+from generation.selectors import image_list
+from metrics import charts
+from metrics.exports import _gep_rows, _pst_rows  # the HTML report's own table rows
+from metrics.report import ReportOptions
+from metrics.selectors import report_compare
+from metrics.services import report_get
+
+from . import selectors
+from .access import owned_campaign, researcher_required
+
+PRESETS = [
+    ("pst-occupation", "PST: gendered occupations (PST paper, 40 occupations)"),
+    ("pst-power", "PST: organisational power (36 occupations, high/low roles)"),
+    ("gep", "GEP: 15 attributes x 16 contexts (GEP paper)"),
+    ("scratch", "From scratch"),
+]
+BACKENDS = ["placeholder", "diffusers", "openai", "import"]
+ACTIONS = {
+    "generate": "Generate images", "cancel": "Cancel generation", "retry": "Retry failed images",
+    "open": "Open for annotation", "pause": "Pause annotation", "resume": "Resume annotation",
+    "close": "Close annotation",
+}
+IMAGES_PER_PAGE = 48
+REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot")
+
+
+def _errors(exc: ApplicationError) -> list[tuple[str, str]]:
+    """(dotted path, message) pairs of an application error, for the error list."""
+    out = [(path, msg) for path, msgs in exc.errors.items() for msg in msgs]
+    return out or [("", exc.message)]
+
+
+@researcher_required
+def campaign_list_view(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.campaign_rows(user=request.user), 50).get_page(request.GET.get("page"))
+    return render(request, "console/campaign_list.html", {"page": page, "campaigns": list(page.object_list), "nav": "campaigns"})
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def campaign_new_view(request: HttpRequest) -> HttpResponse:
+    """The design form (its script writes the spec into the raw editor) and the raw editor / file
+    upload. Posting creates the campaign through `campaign_create`, exactly as the API does."""
+    errors: list[tuple[str, str]] = []
+    spec_text = ""
+    if request.method == "POST":
+        upload = request.FILES.get("spec_file")
+        try:
+            if upload is not None:
+                if upload.size > 1_000_000:
+                    raise ApplicationError("The spec file is too large (1 MB at most).",
+                                           errors={"spec_file": ["too large"]})
+                raw_bytes = upload.read()
+                spec_text = raw_bytes.decode("utf-8", errors="replace")
+                spec = spec_load_text(raw_bytes, filename=upload.name or "")
+            else:
+                spec_text = request.POST.get("spec", "")
+                if not spec_text.strip():
+                    raise ApplicationError("Write a spec or upload a spec file.", errors={"spec": ["required"]})
+                spec = spec_load_text(spec_text)
+            campaign = campaign_create(owner=request.user, spec=spec)
+        except ApplicationError as exc:
+            errors = _errors(exc)
+        else:
+            messages.success(request, f"Campaign “{campaign.name}” created: {campaign.prompt_count} prompts, "
+                                      f"{campaign.images_planned} images planned.")
+            return HttpResponseRedirect(reverse("console:campaign", args=[campaign.pk]))
+    return render(request, "console/campaign_new.html", {
+        "presets": PRESETS, "backends": BACKENDS, "errors": errors, "spec_text": spec_text,
+        "preset": request.GET.get("preset", "pst-occupation"), "nav": "new",
+    }, status=400 if errors else 200)
+
+
+def _progress_context(campaign: Any) -> dict[str, Any]:
+    progress = campaign_progress(campaign=campaign)
+    planned = progress.get("images_planned") or 0
+    return {
+        "progress": progress,
+        "step": selectors.next_step(campaign, progress),
+        "gen_pct": selectors.percent(progress.get("images_done"), planned),
+        "ann_pct": selectors.percent(progress.get("questions_complete"), progress.get("questions")),
+        "eta": selectors.duration(progress.get("eta_seconds")),
+    }
+
+
+@researcher_required
+def campaign_detail_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = owned_campaign(request, campaign_id)
+    ctx = _progress_context(campaign)
+    backend = campaign.spec.get("backend") or {}
+    annotation = campaign.spec.get("annotation") or {}
+    step_keys = [k for k, _ in selectors.STEPS]
+    current = step_keys.index(ctx["step"]["step"])
+    return render(request, "console/campaign_detail.html", {
+        "campaign": campaign, **ctx, "backend": backend, "nav": "campaigns", "annotation": annotation,
+        "synthetic": backend.get("name") == "placeholder",
+        "steps": [{"key": k, "label": label, "state": "done" if i < current else "current" if i == current else "todo"}
+                  for i, (k, label) in enumerate(selectors.STEPS)],
+        "actions": [(a, ACTIONS[a]) for a in ctx["step"]["actions"]],
+        "work_url": request.build_absolute_uri(f"/work/{campaign.pk}/"),
+        "questions_per_image": selectors.questions_per_image(campaign),
+        "polling": campaign.status in ("generating", "open"),
+        "spec_json": json.dumps(campaign.spec, indent=2, ensure_ascii=False),
+    })
+
+
+@researcher_required
+@require_POST
+def campaign_action_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """One lifecycle action through the services the API calls."""
+    campaign = owned_campaign(request, campaign_id)
+    action = request.POST.get("action", "")
+    try:
+        if action == "generate":
+            r = generation_services.generation_start(campaign=campaign)
+            messages.success(request, f"Generation started: {r['queued']} images queued.")
+        elif action == "cancel":
+            r = generation_services.generation_cancel(campaign=campaign)
+            messages.success(request, f"Generation cancelled ({r['cancelled']} images).")
+        elif action == "retry":
+            r = generation_services.generation_retry_failed(campaign=campaign)
+            messages.success(request, f"{r['reset']} failed images queued again.")
+        elif action == "open":
+            r = annotation_services.questions_open(campaign=campaign)
+            messages.success(request, f"Open for annotation: {r.get('questions', 0)} questions.")
+        elif action in ("pause", "resume", "close"):
+            annotation_services.campaign_annotation_transition(campaign=campaign, action=action)
+            messages.success(request, f"Annotation: {action} done.")
+        else:
+            messages.error(request, f"Unknown action {action!r}.")
+    except ApplicationError as exc:
+        messages.error(request, str(exc))
+    next_url = request.POST.get("next") or ""
+    if not next_url.startswith("/console/"):
+        next_url = reverse("console:campaign", args=[campaign.pk])
+    return HttpResponseRedirect(next_url)
+
+
+@researcher_required
+def image_grid_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = owned_campaign(request, campaign_id)
+    filters = {k: request.GET.get(k, "") for k in selectors.IMAGE_FILTERS}
+    qs = selectors.image_filter(image_list(campaign=campaign), filters)
+    page = Paginator(qs, IMAGES_PER_PAGE).get_page(request.GET.get("page"))
+    cards = [selectors.image_card(img) for img in page.object_list]
+    query = "&".join(f"{k}={v}" for k, v in filters.items() if v)
+    return render(request, "console/image_grid.html", {
+        "campaign": campaign, "page": page, "cards": cards, "nav": "campaigns", "filters": filters,
+        "options": selectors.filter_options(campaign), "query": query,
+        "cards_json": {str(c["id"]): c for c in cards},
+        "editable": campaign.status != "closed",
+    })
+
+
+@researcher_required
+def annotator_monitor_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = owned_campaign(request, campaign_id)
+    try:
+        max_share = float(request.GET.get("max_share", "0.67"))
+    except ValueError:
+        max_share = 0.67
+    max_share = min(1.0, max(0.0, max_share))
+    rows = selectors.annotator_monitor(campaign=campaign,
+                                       rows=annotation_selectors.annotator_table(campaign=campaign))
+    quals = annotation_selectors.qualification_list(campaign=campaign, researcher=True, annotator=None)
+    return render(request, "console/annotators.html", {
+        "campaign": campaign, "rows": rows, "nav": "campaigns", "qualifications": quals, "max_share": max_share,
+        "doubt": selectors.questions_in_doubt(campaign=campaign, max_share=max_share),
+        "progress": campaign_progress(campaign=campaign),
+    })
+
+
+@researcher_required
+@require_POST
+def annotator_action_view(request: HttpRequest, campaign_id: int, annotator_id: int) -> HttpResponse:
+    campaign = owned_campaign(request, campaign_id)
+    action = request.POST.get("action", "")
+    try:
+        annotation_services.enrollment_action(campaign=campaign, annotator_id=annotator_id, action=action,
+                                              reason=request.POST.get("reason", "")[:500])
+        messages.success(request, f"Annotator {annotator_id}: {action} done.")
+    except ApplicationError as exc:
+        messages.error(request, str(exc))
+    return HttpResponseRedirect(reverse("console:annotators", args=[campaign.pk]))
+
+
+def _report_options(request: HttpRequest) -> tuple[ReportOptions | None, dict[str, str], list[tuple[str, str]]]:
+    params = {k: request.GET.get(k, "") for k in REPORT_OPTION_KEYS}
+    try:
+        return ReportOptions.from_params({k: v for k, v in params.items() if v}), params, []
+    except ApplicationError as exc:
+        return None, params, _errors(exc)
+
+
+@researcher_required
+def report_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = owned_campaign(request, campaign_id)
+    options, params, errors = _report_options(request)
+    query = "&".join(f"{k}={v}" for k, v in params.items() if v)
+    ctx: dict[str, Any] = {"campaign": campaign, "nav": "campaigns", "params": params, "errors": errors, "query": query,
+                           "state": "error" if errors else "", "report": None}
+    if options is not None:
+        state, report = report_get(campaign=campaign, options=options)
+        ctx["state"] = state
+        if state == "ready":
+            figures: list[tuple[str, str]] = []
+            if "pst" in report:
+                figures += charts.pst_charts(report["pst"])
+            if "gep" in report:
+                figures += charts.gep_charts(report["gep"])
+            ctx.update({
+                "report": report, "figures": figures, "pst": report.get("pst"), "gep": report.get("gep"),
+                "agreement_rows": [("overall", report["agreement"]["overall"]),
+                                   *report["agreement"]["by_setting"].items()],
+                "pst_rows": _pst_rows(report.get("pst")), "gep_rows": _gep_rows(report.get("gep")),
+            })
+        else:
+            ctx["building"] = report
+    return render(request, "console/report.html", ctx, status=400 if errors else 200)
+
+
+@researcher_required
+def compare_view(request: HttpRequest) -> HttpResponse:
+    campaigns = list(selectors.campaign_rows(user=request.user).order_by("kind", "-created_at")[:200])
+    raw = request.GET.getlist("campaigns")
+    ids = []
+    for value in raw:
+        for part in value.split(","):
+            if part.strip().isdigit():
+                ids.append(int(part))
+    ctx: dict[str, Any] = {"campaigns": campaigns, "selected": set(ids), "nav": "compare", "result": None, "errors": [], "figures": []}
+    if ids:
+        chosen = [owned_campaign(request, i) for i in dict.fromkeys(ids)]
+        try:
+            result = report_compare(campaigns=chosen, options=ReportOptions())
+        except ApplicationError as exc:
+            ctx["errors"] = _errors(exc)
+        else:
+            labels = {"gep_neutral": "GEP score, neutral", "gep_explicit": "GEP score, explicit",
+                      "sts_single": "STS single (%)", "sts_paired": "STS paired (%)", "sts_gap": "Gap paired - single"}
+            ctx["result"] = result
+            ctx["metric_labels"] = [(m, labels.get(m, m)) for m in result["metrics"]]
+            ctx["figures"] = [(labels.get(m, m), charts.comparison_chart(result["rows"], m, labels.get(m, m)))
+                              for m in result["metrics"]]
+            ctx["api_url"] = "/api/reports/compare/?campaigns=" + ",".join(str(c.pk) for c in chosen)
+    return render(request, "console/compare.html", ctx, status=400 if ctx["errors"] else 200)
