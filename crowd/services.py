@@ -226,15 +226,17 @@ def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
     for qid, passed in QualificationAttempt.objects.filter(
             qualification__campaign=campaign, annotator=annotator).values_list("qualification_id", "passed"):
         attempts.setdefault(qid, []).append(passed)
+    takeable = False  # a test not passed yet with attempts left: passing it may open more work
     for q in Qualification.objects.filter(campaign=campaign):
         mine = attempts.get(q.pk, [])
         if not any(mine) and len(mine) >= q.max_attempts:
             return "screen_out"
+        takeable = takeable or not any(mine)
     consented = Enrollment.objects.filter(annotator=annotator, campaign=campaign,
                                           consented_at__isnull=False).exists()
     if campaign.status == Campaign.Status.CLOSED and consented:
         return "complete"
-    if consented and campaign.status == Campaign.Status.OPEN and not has_work(annotator=annotator,
-                                                                                campaign=campaign):
+    if consented and not takeable and campaign.status == Campaign.Status.OPEN \
+            and not has_work(annotator=annotator, campaign=campaign):
         return "complete"
     return "continue"
