@@ -215,8 +215,9 @@ def has_work(*, annotator: Annotator, campaign: Campaign) -> bool:
 
 
 def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
-    """"complete" (quota of submitted HITs reached, or consented and nothing left to do, or the
-    campaign closed), "screen_out" (a qualification test failed with no attempts left) or "continue"."""
+    """"complete" (quota of submitted HITs reached; or consented, no test left to take and nothing
+    left to do; or the campaign closed), "screen_out" (a qualification test failed with no attempts
+    left) or "continue"."""
     quota = prolific_settings(campaign)["hits_per_participant"]
     submitted = Assignment.objects.filter(annotator=annotator, campaign=campaign,
                                           status=Assignment.Status.SUBMITTED).count()

@@ -13,6 +13,7 @@ once their quota is done (or the screen-out code when a qualification test is fa
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import login
@@ -173,7 +174,5 @@ class ProlificFinishView(View):
                                           "STUDY_ID and SESSION_ID)."])
         state = services.prolific_state(annotator=annotator, campaign=campaign)
         if state == "continue":
-            from urllib.parse import urlencode
-
             return HttpResponseRedirect(reverse("crowd:prolific", args=[campaign.pk]) + "?" + urlencode(values))
         return _prolific_redirect(request, campaign, state)

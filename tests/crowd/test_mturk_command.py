@@ -26,7 +26,8 @@ from tests.crowd.test_mturk_batch import MAPPING, M, W, _csv, small  # noqa: F40
 pytestmark = pytest.mark.django_db
 GOOD = [["H1", "A1", "X1", "Submitted", "20", "in boots", W, M, "false", "true", "true", "false"],
         ["H1", "A2", "X2", "Approved", "30", "in boots", W, M, "false", "true", "true", "false"]]
-BAD = ["H1", "A3", "X3", "Submitted", "20", "in boots", "https://img.example/nope.png", M, "true", "true", "false", "false"]
+BAD = ["H1", "A3", "X3", "Submitted", "20", "in boots", "https://img.example/nope.png", M,
+       "true", "true", "false", "false"]
 
 
 @pytest.fixture
@@ -53,7 +54,8 @@ def run(*args: str) -> dict[str, Any]:
 def test_publish_qualify_and_sync(campaign: Campaign, stubbed: Any) -> None:
     _client, stub, asked = stubbed
     image = campaign.images.order_by("pk").first()
-    qual = annotation_services.qualification_create(campaign=campaign, name="t", family=campaign.questions.first().family,
+    qual = annotation_services.qualification_create(campaign=campaign, name="t",
+                                                    family=campaign.questions.first().family,
                                                     items=[{"image": image.pk, "correct": "Yes"}])
     stub.add_response("create_qualification_type", {"QualificationType": {"QualificationTypeId": "QT1"}},
                       {"Name": ANY, "Keywords": ANY, "Description": ANY, "QualificationTypeStatus": "Active",
@@ -63,7 +65,8 @@ def test_publish_qualify_and_sync(campaign: Campaign, stubbed: Any) -> None:
                           {"MaxAssignments": 3, "AutoApprovalDelayInSeconds": ANY, "LifetimeInSeconds": ANY,
                            "AssignmentDurationInSeconds": ANY, "Reward": "0.10", "Title": ANY, "Keywords": ANY,
                            "Description": ANY, "Question": ANY, "RequesterAnnotation": f"campaign:{campaign.pk}",
-                           "QualificationRequirements": ANY, "UniqueRequestToken": mturk._token("create_hit", campaign.pk, n)})
+                           "QualificationRequirements": ANY,
+                           "UniqueRequestToken": mturk._token("create_hit", campaign.pk, n)})
     for n in range(3):
         stub.add_response("list_assignments_for_hit", {"Assignments": []}, {
             "HITId": f"HIT{n}", "MaxResults": 100, "AssignmentStatuses": ["Submitted", "Approved", "Rejected"]})
@@ -122,7 +125,8 @@ def test_import_api(small: Campaign, researcher: User) -> None:  # noqa: F811
     assert bad.status_code == 400
     assert any("unknown image URL" in m for m in bad.json()["errors"]["row 4"])
     assert Answer.objects.count() == Assignment.objects.count() == MTurkAssignmentRecord.objects.count() == 0
-    assert api.post(url, {"mapping": json.dumps(MAPPING)}, format="multipart").json()["errors"] == {"file": ["required"]}
+    missing = api.post(url, {"mapping": json.dumps(MAPPING)}, format="multipart")
+    assert missing.status_code == 400 and missing.json()["errors"] == {"file": ["required"]}
     assert api.post(url, {"file": SimpleUploadedFile("g.csv", _csv(GOOD)), "mapping": "{nope"},
                     format="multipart").status_code == 400
     # Only the owner: another researcher gets 404, an annotator 403.
