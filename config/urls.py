@@ -24,6 +24,7 @@ urlpatterns = [
     path("console/", include("console.urls")),
     path("api/", include(api_patterns)),
     path("", include("annotation.page_urls")),
+    path("", include("crowd.urls")),
 ]
 if settings.DEBUG and settings.MEDIA_STORAGE == "local":
     urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)

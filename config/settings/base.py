@@ -220,6 +220,9 @@ SPECTACULAR_SETTINGS = {
 # Crowd platforms. MTurk credentials are boto3's usual AWS_* variables.
 MTURK_SANDBOX = env_bool("MTURK_SANDBOX", True)
 PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolific.com/submissions/complete")
+# Origins besides www.mturk.com and workersandbox.mturk.com that the MTurk page may post a finished
+# assignment to (turkSubmitTo) and be framed by: tests only (a local stand-in for MTurk).
+MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA", [])
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/console/"

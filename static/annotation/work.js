@@ -4,6 +4,14 @@
  * data- attributes of #work-app, every element exists in the server-rendered template, and API data
  * is written with textContent only (never innerHTML). Between questions and HITs the page never
  * reloads: the next HIT is fetched with POST /api/campaigns/{id}/assignments/ after each submit.
+ *
+ * Crowd-platform modes (data-mode, set by the crowd app's pages):
+ *  - "mturk": the HIT comes from POST /api/mturk/{campaign}/assignment/ (tied to the accepted MTurk
+ *    assignment), qualification attempts also grant the MTurk qualification, API calls carry the
+ *    annotator's token (MTurk frames the page: third-party cookies may not be sent), and once our API
+ *    stored the answers the server-built #mturk-submit-form is posted to MTurk's externalSubmit.
+ *  - "prolific": after each HIT, on "no work left" and on a test failed for good the page goes to
+ *    data-finish-url, where the server decides between more work and the completion / screen-out code.
  */
 (function () {
   "use strict";
@@ -15,6 +23,11 @@
     apiRoot: app.dataset.apiRoot || "/api/",
     csrf: app.dataset.csrf || "",
     loginUrl: app.dataset.loginUrl || "/",
+    mode: app.dataset.mode || "",
+    authToken: app.dataset.authToken || "",
+    mturkAssignmentId: app.dataset.mturkAssignmentId || "",
+    mturkHitId: app.dataset.mturkHitId || "",
+    finishUrl: app.dataset.finishUrl || "",
   };
 
   function $(id) { return document.getElementById(id); }
@@ -32,6 +45,7 @@
 
   function api(method, path, body) {
     var opts = { method: method, credentials: "same-origin", headers: { "Accept": "application/json" } };
+    if (cfg.authToken) { opts.headers["Authorization"] = "Token " + cfg.authToken; }
     if (method !== "GET") { opts.headers["X-CSRFToken"] = cfg.csrf; }
     if (body !== undefined) {
       opts.headers["Content-Type"] = "application/json";
@@ -70,7 +84,7 @@
   function clearError() { alertBox.hidden = true; alertBox.textContent = ""; }
   function announce(text) { statusBox.textContent = text; }
 
-  var STAGES = ["stage-loading", "stage-consent", "stage-qual", "stage-task", "stage-done", "stage-expired", "stage-blocked"];
+  var STAGES = Array.prototype.map.call(app.querySelectorAll("section[id^='stage-']"), function (n) { return n.id; });
   var currentStage = "stage-loading";
   function showStage(id, focusTarget) {
     STAGES.forEach(function (s) { var node = $(s); if (node) { node.hidden = (s !== id); } });
@@ -81,6 +95,21 @@
       if (!target.hasAttribute("tabindex")) { target.setAttribute("tabindex", "-1"); }
       target.focus({ preventScroll: false });
     }
+  }
+
+  /* Prolific: the server decides what comes next (more work, completion or screen-out code). */
+  function prolificFinish() {
+    showStage("stage-prolific-finish");
+    window.location.href = cfg.finishUrl;
+  }
+
+  /* MTurk: our API has the answers; now tell MTurk (form action built by the server). */
+  function mturkSubmit(hitId, count) {
+    $("mturk-submit-hit").value = String(hitId);
+    $("mturk-submit-answers").value = String(count);
+    showStage("stage-mturk-submit");
+    announce("Your answers were saved. Submitting the HIT to MTurk…");
+    $("mturk-submit-form").submit();
   }
 
   function handleAuth(res) {
@@ -190,6 +219,7 @@
   function showQualification(summary) {
     clearError();
     if (summary.attempts_left === 0) {
+      if (cfg.mode === "prolific") { return prolificFinish(); }
       return blocked("You did not pass the qualification test \u201C" + (summary.name || "") +
         "\u201D and have no attempts left, so there is no work for you in this task. Thank you for your time.");
     }
@@ -265,7 +295,8 @@
     }
     var button = $("qual-submit");
     button.disabled = true;
-    api("POST", "qualifications/" + qual.id + "/attempts/", { answers: answers }).then(function (res) {
+    var attemptPath = (cfg.mode === "mturk" ? "mturk/qualifications/" : "qualifications/") + qual.id + "/attempts/";
+    api("POST", attemptPath, { answers: answers }).then(function (res) {
       button.disabled = false;
       if (handleAuth(res)) { return; }
       if (res.status >= 300 || !res.data) { showError(errorText(res)); return; }
@@ -295,7 +326,10 @@
         when = " You may retake the test now.";
       }
       para = el("p", { id: "qual-retake-text" }, "This time the test was not passed." + score + when);
-      if (!(r.retake_at === null && r.attempts_left === 0)) {
+      if (r.retake_at === null && r.attempts_left === 0 && cfg.mode === "prolific") {
+        button = el("button", { type: "button", "class": "btn", id: "qual-finish" }, "Return to Prolific");
+        button.addEventListener("click", prolificFinish);
+      } else if (!(r.retake_at === null && r.attempts_left === 0)) {
         button = el("button", { type: "button", "class": "btn", id: "qual-retake" }, "Retake the test");
         if (retake && retake.getTime() > Date.now()) {
           button.disabled = true;
@@ -327,10 +361,22 @@
     clearError();
     busy = true;
     announce("Loading the next set of questions…");
-    return api("POST", "campaigns/" + cfg.campaign + "/assignments/", {}).then(function (res) {
+    var request = cfg.mode === "mturk" ?
+      api("POST", "mturk/" + cfg.campaign + "/assignment/", { assignmentId: cfg.mturkAssignmentId, hitId: cfg.mturkHitId }) :
+      api("POST", "campaigns/" + cfg.campaign + "/assignments/", {});
+    return request.then(function (res) {
       busy = false;
       if (handleAuth(res)) { return; }
-      if (res.status === 204) { hit = null; showStage("stage-done"); announce("No work left."); return; }
+      if (res.status === 204) {
+        hit = null;
+        if (cfg.mode === "prolific") { return prolificFinish(); }
+        showStage(cfg.mode === "mturk" ? "stage-mturk-nowork" : "stage-done");
+        announce("No work left.");
+        return;
+      }
+      if (cfg.mode === "mturk" && res.data && res.data.status === "submitted") {
+        return mturkSubmit(res.data.id, ""); // submitted before a reload: only MTurk is left to tell
+      }
       if (res.status >= 300 || !res.data) { return blocked(errorText(res)); } // e.g. paused campaign (409), paused annotator (403)
       beginHit(res.data);
     });
@@ -543,6 +589,8 @@
       }
       stopHeartbeat();
       forgetAnswers();
+      if (cfg.mode === "mturk") { return mturkSubmit(hit.id, body.answers.length); }
+      if (cfg.mode === "prolific") { announce("Thank you, your answers were saved."); return prolificFinish(); }
       announce("Thank you, your answers were saved. Loading the next set…");
       $("saved-note").textContent = "Your last set of answers was saved.";
       nextHit();

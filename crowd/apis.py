@@ -1,0 +1,100 @@
+"""Crowd-platform API: the MTurk page's HIT and qualification calls, and the researcher's upload of
+an MTurk batch-results CSV. Views parse, call one service, and render."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import selectors
+from campaigns.selectors import campaign_get
+from common.errors import ApplicationError
+from common.permissions import IsResearcher
+
+from . import services
+from .mturk_batch import mturk_batch_import
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise ApplicationError("The body must be a JSON object.", errors={"body": ["must be an object"]})
+    return request.data
+
+
+class MTurkAssignmentApi(APIView):
+    """The product HIT of an accepted MTurk assignment: {"assignmentId", "hitId"} -> 201 new, 200 the
+    same one again (or `"status": "submitted"` once submitted), 204 no work left."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=dict, responses={200: dict, 201: dict, 204: None})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        selectors.campaign_for_annotator(campaign_id=campaign_id)
+        data = _body(request)
+        payload, created = services.mturk_assignment_take(annotator=annotator, campaign_id=campaign_id,
+                                                          assignment_id=data.get("assignmentId"),
+                                                          hit_id=data.get("hitId"))
+        if payload is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(payload, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class MTurkQualificationAttemptApi(APIView):
+    """A qualification attempt from the MTurk page; a pass also grants the MTurk qualification."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=dict, responses={201: dict})
+    def post(self, request: Request, qualification_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        qualification = selectors.qualification_get(qualification_id=qualification_id)
+        selectors.campaign_for_annotator(campaign_id=qualification.campaign_id)
+        result = services.mturk_qualification_attempt(qualification=qualification, annotator=annotator,
+                                                       answers=_body(request).get("answers"))
+        return Response(result, status=status.HTTP_201_CREATED)
+
+
+def _campaign_ids(raw: list[str]) -> list[int]:
+    ids: list[int] = []
+    for value in raw:
+        for part in str(value).replace(",", " ").split():
+            if not part.isdigit():
+                raise ApplicationError("campaigns: campaign ids, comma-separated.", errors={"campaigns": [part]})
+            ids.append(int(part))
+    return ids
+
+
+class MTurkBatchImportApi(APIView):
+    """Upload MTurk's batch-results CSV (multipart `file`, optional `mapping` JSON and `campaigns`
+    extra ids sharing the file) -> 200 summary; 400 with the problems row by row, nothing written."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request={"multipart/form-data": dict}, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ApplicationError("Upload the batch CSV as the multipart field `file`.", errors={"file": ["required"]})
+        mapping = request.data.get("mapping") or None
+        if isinstance(mapping, str):
+            try:
+                mapping = json.loads(mapping)
+            except ValueError as exc:
+                raise ApplicationError("mapping is not valid JSON.", errors={"mapping": [str(exc)]}) from exc
+        if mapping is not None and not isinstance(mapping, dict):
+            raise ApplicationError("mapping must be a JSON object.", errors={"mapping": ["must be an object"]})
+        extra = _campaign_ids(request.data.getlist("campaigns") if hasattr(request.data, "getlist")
+                              else [request.data.get("campaigns") or ""])
+        campaigns = [campaign] + [campaign_get(user=request.user, campaign_id=cid) for cid in extra
+                                  if cid != campaign.pk]
+        result = mturk_batch_import(campaigns=campaigns, data=upload.read(), mapping=mapping,
+                                    dry_run=str(request.data.get("dry_run", "")).lower() in ("1", "true", "yes"))
+        return Response({"campaigns": [c.pk for c in campaigns], **result.as_dict()})
