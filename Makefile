@@ -26,6 +26,7 @@ run: setup
 
 test: setup
 	bash scripts/ensure-test-tools.sh
+	$(BIN)/ruff check .
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
 

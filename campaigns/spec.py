@@ -242,7 +242,7 @@ def _named_list(value: Any, path: str, p: Problems, *, what: str, preset: Callab
         if isinstance(item, str):
             item = {"name": item, "phrase": item}
         if not isinstance(item, Mapping):
-            p.add(where, f"must be a string or an object with 'name' and 'phrase'")
+            p.add(where, "must be a string or an object with 'name' and 'phrase'")
             continue
         _check_keys(item, ("name", "phrase"), where, p)
         name = _name_ok(item.get("name"), f"{where}.name", p)

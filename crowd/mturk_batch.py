@@ -175,7 +175,7 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     for index, row in enumerate(rows, start=2):  # row 1 is the header
         where = f"row {index}"
 
-        def bad(msg: str) -> None:
+        def bad(msg: str, where: str = where) -> None:
             errors.setdefault(where, []).append(msg)
 
         status = row.get("AssignmentStatus", "")

@@ -22,7 +22,7 @@ import numpy as np
 
 from campaigns import presets
 from common.errors import ApplicationError
-from metrics.core import agreement, aggregation, gep, pst
+from metrics.core import aggregation, agreement, gep, pst
 from metrics.core.uncertainty import cluster_bootstrap_sums, permutation_test_sts
 
 from .extract import CampaignData

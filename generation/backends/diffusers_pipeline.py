@@ -65,7 +65,7 @@ def pipeline_get(*, model: str, revision: str | None, dtype: str, safety_checker
             except ValueError:
                 # A pipeline class AutoPipeline does not map (custom or community pipelines).
                 pipe = diffusers.DiffusionPipeline.from_pretrained(model, **kwargs)
-        except (OSError, ValueError, EnvironmentError) as exc:
+        except (OSError, ValueError) as exc:
             raise PermanentError(f"cannot load model {model!r} (revision {revision!r}): {exc}") from exc
         pipe = pipe.to(device)
         pipe.set_progress_bar_config(disable=True)

@@ -9,8 +9,9 @@ about whether raters chose the same answer, whatever it is.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

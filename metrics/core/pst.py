@@ -24,7 +24,8 @@ treatments. Counts of cannot / tie / missing are always reported.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

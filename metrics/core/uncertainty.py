@@ -16,8 +16,9 @@ per row).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Assignment
-from annotation.services import answers_submit, annotator_update, assignment_next
+from annotation.services import annotator_update, answers_submit, assignment_next
 
 from .conftest import make_annotator, make_campaign, make_images, open_campaign
 

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Assignment, AssignmentItem, Question
-from annotation.services import assignment_next, answers_submit
+from annotation.services import answers_submit, assignment_next
 from generation.models import Image
 
 from .conftest import make_annotator, make_campaign, make_images, open_campaign

@@ -5,8 +5,8 @@ import pytest
 
 from annotation.models import Question
 from annotation.spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES
-from campaigns.spec import SpecError
 from campaigns.services import campaign_create
+from campaigns.spec import SpecError
 from generation.models import Image
 from tests.conftest import GEP_MINIMAL
 

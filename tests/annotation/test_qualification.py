@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from annotation.models import Question, QualificationAttempt
+from annotation.models import QualificationAttempt, Question
 from annotation.services import assignment_next
 from generation.models import Image
 

@@ -91,7 +91,6 @@ def _children(el: ET.Element, ns: str) -> list[str]:
 def test_qualification_type_with_generated_question_form_and_answer_key(qualification: Qualification,
                                                                         client: Any) -> None:
     stub = Stubber(client)
-    captured: dict[str, Any] = {}
 
     def url_of(image: Any) -> str:
         return f"https://cdn.example/q/{image.pk}.png"

@@ -99,9 +99,9 @@ def small(researcher: User) -> Campaign:
         "settings": ["neutral"], "samples": 1, "contexts": ["sitting at a table"],
         "attributes": [{"name": "boots", "phrase": "in boots"}]}, "backend": {"name": "import"}}
     campaign = campaign_create(owner=researcher, spec=spec)
-    manifest = ("prompt_key,sample_index,url\n"
-                "neutral:woman|sitting at a table,0,https://img.example/w.png\n"
-                "neutral:man|sitting at a table,0,https://img.example/m.png\n").encode()
+    manifest = (b"prompt_key,sample_index,url\n"
+                b"neutral:woman|sitting at a table,0,https://img.example/w.png\n"
+                b"neutral:man|sitting at a table,0,https://img.example/m.png\n")
     images_import(campaign=campaign, manifest_name="m.csv", manifest=manifest)
     make_questions(campaign, list(Image.objects.filter(campaign=campaign).select_related("prompt")))
     return campaign

@@ -17,7 +17,6 @@ from django.contrib.auth.models import User
 
 from metrics.report import ReportOptions
 from metrics.services import report_build
-from tests.conftest import make_researcher
 from tests.metrics.builders import annotators, answer_all, campaign_with_questions
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
