@@ -361,3 +361,38 @@ class CampaignPaymentsCsvApi(APIView):
         response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-payments.csv"'
         return response
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Researcher: full campaign archive (export / import)
+# ---------------------------------------------------------------------------------------------
+class CampaignExportApi(APIView):
+    """The campaign's full archive: a zip of JSON/JSONL (see annotation/archive.py)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={(200, "application/zip"): bytes})
+    def get(self, request: Request, campaign_id: int) -> HttpResponse:
+        from .archive import campaign_export
+
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        response = HttpResponse(campaign_export(campaign=campaign), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-archive.zip"'
+        return response
+
+
+class CampaignImportApi(APIView):
+    """Multipart `archive` (a campaign export) -> 201 the new campaign {"id", "name", "kind", "status"}."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request={"multipart/form-data": dict}, responses={201: dict})
+    def post(self, request: Request) -> Response:
+        from .archive import campaign_import
+
+        archive = request.FILES.get("archive")
+        if archive is None:
+            raise ApplicationError("An archive file is required.", errors={"archive": ["This field is required."]})
+        campaign = campaign_import(owner=request.user, data=archive.read())
+        return Response({"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status},
+                        status=status.HTTP_201_CREATED)

@@ -6,7 +6,7 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
-        from campaigns.registry import register_progress
+        from campaigns.registry import register_archiver, register_progress
 
         from . import cli, spec_section
         from .selectors import annotation_progress
@@ -14,3 +14,6 @@ class AnnotationConfig(AppConfig):
         spec_section.register()
         register_progress(annotation_progress)
         cli.register()
+        from .archive import campaign_archive_store
+
+        register_archiver(campaign_archive_store)

@@ -30,5 +30,7 @@ urlpatterns = [
     path(C + "annotators/", apis.CampaignAnnotatorsApi.as_view(), name="campaign-annotators"),
     path(C + "annotators/<int:annotator_id>/", apis.CampaignAnnotatorActionApi.as_view(),
          name="campaign-annotator-action"),
+    path(C + "export/", apis.CampaignExportApi.as_view(), name="campaign-export"),
+    path("campaigns/import/", apis.CampaignImportApi.as_view(), name="campaign-import"),
     path(C + "payments.csv", apis.CampaignPaymentsCsvApi.as_view(), name="campaign-payments"),
 ]

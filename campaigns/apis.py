@@ -16,7 +16,7 @@ from common.permissions import IsResearcher
 
 from . import presets
 from .selectors import campaign_get, campaign_list, campaign_progress, prompt_list
-from .services import campaign_create
+from .services import campaign_create, campaign_delete
 from .spec import spec_expand, spec_normalize, spec_summary
 
 
@@ -69,6 +69,12 @@ class CampaignDetailApi(APIView):
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response(campaign_payload(campaign))
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request: Request, campaign_id: int) -> Response:
+        """Soft delete, after storing the campaign's full export archive (204)."""
+        campaign_delete(campaign=campaign_get(user=request.user, campaign_id=campaign_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class PromptOutputSerializer(serializers.Serializer):

@@ -35,3 +35,18 @@ def register_cli(name: str, help_text: str, add: CliAdd, handle: CliHandle) -> N
 
 def cli_commands() -> dict[str, tuple[str, CliAdd, CliHandle]]:
     return dict(_cli)
+
+
+# Archivers: called with a campaign before it is soft-deleted; each returns the storage key of
+# what it saved (annotation registers the full campaign archive).
+Archiver = Callable[["Campaign"], str]
+_archivers: list[Archiver] = []
+
+
+def register_archiver(archiver: Archiver) -> None:
+    if archiver not in _archivers:
+        _archivers.append(archiver)
+
+
+def archivers() -> list[Archiver]:
+    return list(_archivers)

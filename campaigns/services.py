@@ -47,3 +47,16 @@ def campaign_status_set(*, campaign: Campaign, status: str) -> Campaign:
     Campaign.objects.filter(pk=campaign.pk).update(status=status, updated_at=timezone.now())
     campaign.status = status
     return campaign
+
+
+@transaction.atomic
+def campaign_delete(*, campaign: Campaign) -> list[str]:
+    """Soft delete: store the full archive first (every registered archiver), then set `deleted_at`;
+    the campaign disappears from every list, API and annotator page. Nothing is removed from the
+    database. Returns the storage keys of the archives. Locks the campaign row."""
+    from .registry import archivers
+
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    keys = [archiver(campaign) for archiver in archivers()]
+    Campaign.objects.filter(pk=campaign.pk).update(deleted_at=timezone.now(), updated_at=timezone.now())
+    return keys

@@ -27,3 +27,7 @@ urlpatterns = [
 ]
 if settings.DEBUG and settings.MEDIA_STORAGE == "local":
     urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
+
+# Errors without stack traces when DEBUG is off: JSON under /api/, plain text elsewhere.
+handler400 = "common.views.bad_request"
+handler500 = "common.views.server_error"

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "common.middleware.RequestBodyLimitMiddleware",
+    "common.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -51,6 +53,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "common.login_throttle.LoginThrottleMiddleware",
+    "common.middleware.ServiceUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -209,8 +213,47 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "common.errors.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "common.pagination.PageNumberPagination",
+    "DEFAULT_THROTTLE_CLASSES": ["common.throttling.AnnotatorRateThrottle", "common.throttling.AnonymousRateThrottle"],
     "PAGE_SIZE": 100,
 }
+# Rate limits (common/throttling.py), "N/second|minute|hour|day": per annotator on every API call,
+# per IP for unauthenticated calls (sign-up). Generous: a fast annotator makes ~2 calls per HIT.
+THROTTLE_RATES = {
+    "annotator": env_str("THROTTLE_ANNOTATOR", "600/minute"),
+    "anon": env_str("THROTTLE_ANON", "120/minute"),
+}
+# Failed logins per username and IP within the window before logins answer 429 (common/login_throttle.py).
+LOGIN_THROTTLE_FAILURES = env_int("LOGIN_THROTTLE_FAILURES", 10)
+LOGIN_THROTTLE_WINDOW_S = env_int("LOGIN_THROTTLE_WINDOW_S", 900)
+LOGIN_THROTTLE_PATHS = [r"^/api/auth/token/$", r"^/admin/login/$", r"^/work/\d+/login/$"]
+# Request bodies: JSON/YAML/form bodies and multipart uploads (413 above these; common/middleware.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 5 * 1024 * 1024)
+MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 1024 ** 3)
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+DATA_UPLOAD_MAX_NUMBER_FILES = env_int("MAX_UPLOAD_FILES", 5000)
+
+# Content-Security-Policy of the annotator pages. Images may also come from the media origin
+# (S3 / MinIO: signed URLs) or extra origins in CSP_IMG_SRC (comma-separated).
+def _media_origin() -> str:
+    from urllib.parse import urlsplit
+
+    if MEDIA_STORAGE != "s3":
+        url = urlsplit(MEDIA_URL or "")
+        return f"{url.scheme}://{url.netloc}" if url.scheme and url.netloc else ""
+    endpoint = env_str("S3_ENDPOINT_URL") or ""
+    if endpoint:
+        url = urlsplit(endpoint)
+        return f"{url.scheme}://{url.netloc}"
+    return "https://*.amazonaws.com"
+
+
+CSP_IMG_SRC = [o for o in ["'self'", "data:", _media_origin(), *env_list("CSP_IMG_SRC", [])] if o]
+CSP_PATH_PREFIXES = ["/work/"]
+CONTENT_SECURITY_POLICY = (
+    f"default-src 'self'; img-src {' '.join(CSP_IMG_SRC)}; script-src 'self'; style-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'self'; object-src 'none'; frame-ancestors 'none'"
+)
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "T2I gender-bias audit API",
     "DESCRIPTION": "Campaigns (PST / GEP designs), generation, annotation and reports.",

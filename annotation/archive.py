@@ -1,0 +1,309 @@
+"""Full export / import of a campaign, so a lab can move or archive it.
+
+The archive is a zip of JSON / JSONL files (format `t2i-campaign-archive`, version 1):
+  manifest.json        format, version, the campaign (name, kind, seed, spec, status), counts
+  prompts.jsonl        key, position, setting, text, metadata, samples, seeds
+  images.jsonl         archive id, prompt key, sample, status, storage keys (content-addressed:
+                       `images/..`, `web/..`; the image files stay in the object store), provenance
+  questions.jsonl      archive id, image, slot, family, text, choices, metadata, R, gold flag/answer
+  annotators.jsonl     pseudonymous id (`annotator-N`), enrollment status and consent record;
+                       never usernames, external worker ids or demographics
+  answers.jsonl        archive id, question, annotator pseudonym, choice, time_ms, created_at,
+                       `corrects` (archive id of the corrected answer), source
+  qualifications.jsonl tests with their items (answer keys) and attempts
+
+Import creates a new campaign owned by the importing researcher, in one transaction: a bad
+archive is a 400 naming the file and line, and leaves nothing behind. Imported annotators are
+new accounts that cannot log in. Aggregated labels are recomputed.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from campaigns.models import Campaign, Prompt
+from common.errors import ApplicationError
+from generation.models import Image
+
+from .aggregation import labels_recompute
+from .models import (
+    Annotator,
+    Answer,
+    Enrollment,
+    Qualification,
+    QualificationAttempt,
+    QualificationItem,
+    Question,
+)
+
+FORMAT = "t2i-campaign-archive"
+VERSION = 1
+MAX_MEMBER_BYTES = 2 * 1024 ** 3
+IMAGE_FIELDS = ("sample_index", "seed", "status", "error", "attempts", "file", "web_file", "sha256", "width", "height",
+                "source_url", "backend", "model", "revision", "params", "wall_time_s", "revised_prompt", "synthetic",
+                "excluded", "exclusion_reason")
+QUESTION_FIELDS = ("slot", "family", "setting", "text", "choices", "metadata", "required", "order_key", "is_gold",
+                   "gold_answer")
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _jsonl(rows: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode("utf-8")
+
+
+def campaign_export(*, campaign: Campaign) -> bytes:
+    """The campaign's full archive (see the module docstring), as zip bytes."""
+    pseudonyms: dict[int, str] = {}
+    annotators = []
+    for index, e in enumerate(Enrollment.objects.filter(campaign=campaign).order_by("pk"), start=1):
+        pseudonyms[e.annotator_id] = f"annotator-{index}"
+        annotators.append({"id": pseudonyms[e.annotator_id], "status": e.status, "status_reason": e.status_reason,
+                           "consented_at": _iso(e.consented_at), "consent_text": e.consent_text})
+
+    def pseudonym(annotator_id: int) -> str:  # answers by someone never enrolled (e.g. imported)
+        if annotator_id not in pseudonyms:
+            pseudonyms[annotator_id] = f"annotator-{len(pseudonyms) + 1}"
+            annotators.append({"id": pseudonyms[annotator_id], "status": Enrollment.Status.ACTIVE,
+                               "status_reason": "", "consented_at": None, "consent_text": "", "enrolled": False})
+        return pseudonyms[annotator_id]
+
+    prompts = [{"key": p.key, "position": p.position, "setting": p.setting, "text": p.text, "metadata": p.metadata,
+                "samples": p.samples, "seeds": p.seeds} for p in Prompt.objects.filter(campaign=campaign)]
+    images = [{"id": i.pk, "prompt": i.prompt.key, **{f: getattr(i, f) for f in IMAGE_FIELDS},
+               "finished_at": _iso(i.finished_at)}
+              for i in Image.objects.filter(campaign=campaign).select_related("prompt").order_by("pk")]
+    questions = [{"id": q.pk, "image": q.image_id, **{f: getattr(q, f) for f in QUESTION_FIELDS}}
+                 for q in Question.objects.filter(campaign=campaign).order_by("pk")]
+    answers = [{"id": a.pk, "question": a.question_id, "annotator": pseudonym(a.annotator_id), "choice": a.choice,
+                "time_ms": a.time_ms, "created_at": _iso(a.created_at), "corrects": a.corrects_id, "source": a.source}
+               for a in Answer.objects.filter(campaign=campaign).order_by("pk")]
+    qualifications = []
+    for q in Qualification.objects.filter(campaign=campaign).order_by("pk"):
+        qualifications.append({
+            "name": q.name, "family": q.family, "instructions": q.instructions, "pass_fraction": q.pass_fraction,
+            "retake_after_minutes": q.retake_after_minutes, "max_attempts": q.max_attempts,
+            "items": [{"image": it.image_id, "position": it.position, "text": it.text, "choices": it.choices,
+                       "correct": it.correct} for it in q.items.order_by("position", "pk")],
+            "attempts": [{"annotator": pseudonym(at.annotator_id), "answers": at.answers, "correct": at.correct,
+                          "total": at.total, "passed": at.passed, "created_at": _iso(at.created_at)}
+                         for at in q.attempts.order_by("pk")]})
+    manifest = {"format": FORMAT, "version": VERSION, "exported_at": timezone.now().isoformat(),
+                "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "seed": campaign.seed,
+                             "spec": campaign.spec, "status": campaign.status},
+                "counts": {"prompts": len(prompts), "images": len(images), "questions": len(questions),
+                           "answers": len(answers), "annotators": len(annotators),
+                           "qualifications": len(qualifications)}}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True))
+        for name, rows in (("prompts", prompts), ("images", images), ("questions", questions),
+                           ("annotators", annotators), ("answers", answers), ("qualifications", qualifications)):
+            zf.writestr(f"{name}.jsonl", _jsonl(rows))
+    return out.getvalue()
+
+
+def campaign_archive_store(campaign: Campaign) -> str:
+    """Store the campaign's archive in the media storage; returns its key (registered with
+    campaigns.registry: runs before a campaign is soft-deleted)."""
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
+    return default_storage.save(f"archives/campaign-{campaign.pk}-{stamp}.zip",
+                                ContentFile(campaign_export(campaign=campaign)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Import
+# ---------------------------------------------------------------------------------------------
+def _bad(message: str, field: str = "archive") -> ApplicationError:
+    return ApplicationError(f"Invalid campaign archive: {message}", errors={field: [message]})
+
+
+def _read(zf: zipfile.ZipFile, name: str) -> bytes:
+    try:
+        info = zf.getinfo(name)
+    except KeyError as exc:
+        raise _bad(f"{name} is missing") from exc
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise _bad(f"{name} is too large")
+    return zf.read(info)
+
+
+def _lines(zf: zipfile.ZipFile, name: str) -> list[dict[str, Any]]:
+    rows = []
+    try:
+        text = _read(zf, name).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad(f"{name} is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise _bad(f"{name} line {number}: not JSON ({exc})") from exc
+        if not isinstance(row, dict):
+            raise _bad(f"{name} line {number}: must be a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _need(row: dict[str, Any], key: str, where: str) -> Any:
+    if key not in row:
+        raise _bad(f"{where}: {key!r} is missing")
+    return row[key]
+
+
+@transaction.atomic
+def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
+    """Create a new campaign from an archive (see the module docstring). All or nothing."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise _bad("not a zip file") from exc
+    try:
+        manifest = json.loads(_read(zf, "manifest.json").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _bad(f"manifest.json is not UTF-8 JSON ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise _bad(f"manifest.json: format must be {FORMAT!r}")
+    if manifest.get("version") != VERSION:
+        raise _bad(f"manifest.json: unsupported version {manifest.get('version')!r} (this server reads {VERSION})")
+    meta = manifest.get("campaign")
+    if not isinstance(meta, dict) or not isinstance(meta.get("spec"), dict):
+        raise _bad("manifest.json: campaign.spec is missing")
+    status = meta.get("status")
+    if status not in Campaign.Status.values:
+        raise _bad(f"manifest.json: unknown status {status!r}")
+    prompts = _lines(zf, "prompts.jsonl")
+    try:
+        campaign = Campaign.objects.create(
+            owner=owner, name=str(meta.get("name") or meta["spec"].get("name") or "imported")[:200],
+            kind=_need(meta, "kind", "manifest.json campaign"), seed=int(meta.get("seed") or 0), spec=meta["spec"],
+            spec_version=int(meta["spec"].get("version") or 1), status=status, prompt_count=len(prompts),
+            images_planned=sum(int(p.get("samples") or 0) for p in prompts))
+        if campaign.kind not in Campaign.Kind.values:
+            raise _bad(f"manifest.json: unknown kind {campaign.kind!r}")
+        by_key = {}
+        for n, p in enumerate(prompts, start=1):
+            where = f"prompts.jsonl line {n}"
+            by_key[_need(p, "key", where)] = Prompt(
+                campaign=campaign, key=p["key"], position=int(_need(p, "position", where)),
+                setting=str(_need(p, "setting", where)), text=str(_need(p, "text", where)),
+                metadata=_need(p, "metadata", where), samples=int(_need(p, "samples", where)),
+                seeds=_need(p, "seeds", where))
+        Prompt.objects.bulk_create(list(by_key.values()), batch_size=2000)
+        image_ids: dict[int, int] = {}
+        rows = _lines(zf, "images.jsonl")
+        new_images = []
+        for n, r in enumerate(rows, start=1):
+            where = f"images.jsonl line {n}"
+            prompt = by_key.get(_need(r, "prompt", where))
+            if prompt is None:
+                raise _bad(f"{where}: unknown prompt {r['prompt']!r}")
+            fields = {f: r[f] for f in IMAGE_FIELDS if f in r}
+            new_images.append(Image(campaign=campaign, prompt=prompt, finished_at=parse_datetime(r.get("finished_at")
+                                                                                                 or "") or None,
+                                    **fields))
+        Image.objects.bulk_create(new_images, batch_size=2000)
+        for r, image in zip(rows, new_images, strict=True):
+            image_ids[int(_need(r, "id", "images.jsonl"))] = image.pk
+        question_ids: dict[int, int] = {}
+        rows = _lines(zf, "questions.jsonl")
+        new_questions = []
+        for n, r in enumerate(rows, start=1):
+            where = f"questions.jsonl line {n}"
+            image_id = image_ids.get(_need(r, "image", where))
+            if image_id is None:
+                raise _bad(f"{where}: unknown image {r['image']!r}")
+            new_questions.append(Question(campaign=campaign, image_id=image_id,
+                                          **{f: r[f] for f in QUESTION_FIELDS if f in r}))
+        Question.objects.bulk_create(new_questions, batch_size=2000)
+        for r, q in zip(rows, new_questions, strict=True):
+            question_ids[int(r["id"])] = q.pk
+        User = get_user_model()
+        annotators: dict[str, Annotator] = {}
+        for n, r in enumerate(_lines(zf, "annotators.jsonl"), start=1):
+            pseudo = str(_need(r, "id", f"annotators.jsonl line {n}"))
+            user = User.objects.create_user(username=f"imported-{campaign.pk}-{pseudo}"[:150])
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+            annotators[pseudo] = Annotator.objects.create(user=user)
+            if r.get("enrolled", True):
+                Enrollment.objects.create(campaign=campaign, annotator=annotators[pseudo],
+                                          status=r.get("status") or Enrollment.Status.ACTIVE,
+                                          status_reason=r.get("status_reason") or "",
+                                          consented_at=parse_datetime(r.get("consented_at") or "") or None,
+                                          consent_text=r.get("consent_text") or "")
+
+        def annotator(value: Any, where: str) -> Annotator:
+            if value not in annotators:
+                raise _bad(f"{where}: unknown annotator {value!r}")
+            return annotators[value]
+
+        answer_ids: dict[int, Answer] = {}
+        rows = _lines(zf, "answers.jsonl")
+        pending = []
+        for n, r in enumerate(rows, start=1):
+            where = f"answers.jsonl line {n}"
+            qid = question_ids.get(_need(r, "question", where))
+            if qid is None:
+                raise _bad(f"{where}: unknown question {r['question']!r}")
+            pending.append((r, Answer(campaign=campaign, question_id=qid, annotator=annotator(r.get("annotator"), where),
+                                      choice=str(_need(r, "choice", where)), time_ms=r.get("time_ms"),
+                                      source="archive-import")))
+        # originals first, then corrections in archive order (each links an already created row)
+        for r, answer in pending:
+            if r.get("corrects") is not None:
+                if r["corrects"] not in answer_ids:
+                    raise _bad(f"answers.jsonl: answer {r.get('id')!r} corrects unknown answer {r['corrects']!r}")
+                answer.corrects = answer_ids[r["corrects"]]
+            answer.save()
+            answer_ids[int(_need(r, "id", "answers.jsonl"))] = answer
+        created = {a.pk: parse_datetime(r.get("created_at") or "") for r, a in pending}
+        for pk, when in created.items():
+            if when:
+                Answer.objects.filter(pk=pk).update(created_at=when)
+        for n, r in enumerate(_lines(zf, "qualifications.jsonl"), start=1):
+            where = f"qualifications.jsonl line {n}"
+            q = Qualification.objects.create(
+                campaign=campaign, name=str(r.get("name") or r.get("family"))[:200], family=_need(r, "family", where),
+                instructions=r.get("instructions") or "", pass_fraction=float(r.get("pass_fraction", 1.0)),
+                retake_after_minutes=int(r.get("retake_after_minutes", 60)), max_attempts=int(r.get("max_attempts", 2)))
+            for it in r.get("items") or []:
+                if it.get("image") not in image_ids:
+                    raise _bad(f"{where}: unknown image {it.get('image')!r}")
+                QualificationItem.objects.create(qualification=q, image_id=image_ids[it["image"]],
+                                                 position=int(it.get("position") or 0), text=str(it.get("text") or ""),
+                                                 choices=it.get("choices") or [], correct=str(it.get("correct") or ""))
+            for at in r.get("attempts") or []:
+                QualificationAttempt.objects.create(qualification=q, annotator=annotator(at.get("annotator"), where),
+                                                    answers=at.get("answers") or [], correct=int(at.get("correct") or 0),
+                                                    total=int(at.get("total") or 0), passed=bool(at.get("passed")))
+    except ApplicationError:
+        raise
+    except (TypeError, ValueError, KeyError) as exc:
+        raise _bad(f"malformed field ({exc})") from exc
+    # Counters follow the answers (the archive's `assigned` included live leases that are gone).
+    from django.db.models import Count, F
+    from django.db.models.functions import Least
+
+    for row in Answer.objects.filter(campaign=campaign, corrects__isnull=True).values("question_id").annotate(
+            n=Count("id")):
+        Question.objects.filter(pk=row["question_id"]).update(completed=row["n"], assigned=Least(row["n"], F("required")))
+    from .spec_section import annotation_settings
+
+    labels_recompute(campaign_id=campaign.pk, exclude_blocked=annotation_settings(campaign)["exclude_flagged_answers"])
+    return campaign

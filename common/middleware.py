@@ -1,0 +1,99 @@
+"""Web hygiene middleware: request body limits (413), the Content-Security-Policy of the annotator
+pages, and clean 503 answers when the database or the broker is unreachable."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import InterfaceError
+from django.db import OperationalError as DatabaseOperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
+
+
+def error_response(request: HttpRequest, message: str, status: int) -> HttpResponse:
+    """The API's error shape under /api/, a plain text page elsewhere; never a traceback."""
+    if request.path_info.startswith("/api/"):
+        return JsonResponse({"detail": message, "errors": {}}, status=status)
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+class RequestBodyLimitMiddleware:
+    """Refuse a body larger than the limit before anything reads it: 413.
+
+    JSON / YAML / form bodies: `DATA_UPLOAD_MAX_MEMORY_SIZE` (env `MAX_BODY_BYTES`). Multipart
+    uploads (image and campaign imports): `MAX_UPLOAD_BYTES`. A body without Content-Length is
+    capped by Django's own DATA_UPLOAD_MAX_MEMORY_SIZE check and the upload handlers.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return error_response(request, "Invalid Content-Length header.", 400)
+        multipart = request.META.get("CONTENT_TYPE", "").startswith("multipart/")
+        limit = settings.MAX_UPLOAD_BYTES if multipart else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and length > limit:
+            return error_response(request, f"The request body is too large ({length} bytes; the limit is {limit}).",
+                                  413)
+        return self.get_response(request)
+
+
+class ContentSecurityPolicyMiddleware:
+    """`Content-Security-Policy` on the pages under `CSP_PATH_PREFIXES` (the annotator pages):
+    scripts, styles and connections from this origin only, images also from the media origin,
+    never framed. The pages have no inline scripts, handlers or styles."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if any(request.path_info.startswith(p) for p in settings.CSP_PATH_PREFIXES):
+            response.setdefault("Content-Security-Policy", settings.CONTENT_SECURITY_POLICY)
+        return response
+
+
+def _unavailable_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [DatabaseOperationalError, InterfaceError]
+    try:
+        import redis
+
+        errors.append(redis.exceptions.ConnectionError)
+        errors.append(redis.exceptions.TimeoutError)
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import kombu.exceptions
+
+        errors.append(kombu.exceptions.OperationalError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errors)
+
+
+class ServiceUnavailableMiddleware:
+    """A request that fails because PostgreSQL or Redis is unreachable (restart, failover) gets a
+    503 with Retry-After instead of a 500: the transaction was rolled back, retrying is safe.
+    Django's CONN_HEALTH_CHECKS reconnects on the next request."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+        self.errors = _unavailable_errors()
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, self.errors):
+            logger.error("service unavailable during %s %s", request.method, request.path, exc_info=exception)
+            response = error_response(request, "The service is temporarily unavailable; retry in a few seconds.",
+                                      503)
+            response["Retry-After"] = "5"
+            return response
+        return None

@@ -1,0 +1,52 @@
+"""API rate limits (DRF throttles) whose rates are settings read at request time.
+
+`THROTTLE_RATES` (settings, from the environment) holds the rates: `annotator` applies per annotator
+(every authenticated user who is not a researcher), `anon` per client IP to unauthenticated calls
+(annotator sign-up). Researchers are not throttled. The counters live in the cache (Redis in
+production); when the cache is unreachable the throttles let requests through rather than turning
+an outage of Redis into an outage of annotation.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
+
+logger = logging.getLogger(__name__)
+
+
+class _SettingsRateMixin:
+    scope: str
+
+    def get_rate(self) -> str | None:
+        return getattr(settings, "THROTTLE_RATES", {}).get(self.scope)
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        try:
+            return super().allow_request(request, view)  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - the cache is down: fail open, log it
+            logger.warning("throttle %s: cache unavailable, request allowed", self.scope, exc_info=True)
+            return True
+
+
+class AnnotatorRateThrottle(_SettingsRateMixin, UserRateThrottle):
+    """Per annotator (user id) on the annotator endpoints. Researchers (already known as such on
+    researcher endpoints), staff and anonymous callers are left to the other rules."""
+
+    scope = "annotator"
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        user = request.user
+        if not user or not user.is_authenticated or user.is_staff:
+            return True
+        # Researcher endpoints have already checked the role (IsResearcher caches it on the user);
+        # elsewhere no extra query on the HIT hot path: the caller counts as an annotator.
+        if getattr(user, "_is_researcher", False):
+            return True
+        return super().allow_request(request, view)
+
+
+class AnonymousRateThrottle(_SettingsRateMixin, AnonRateThrottle):
+    scope = "anon"
