@@ -42,6 +42,8 @@ ANNOTATOR_OWN = _row("DENY", "OK", "NF", "DENY", "DENY", "DENY")       # A's own
 QUALS_READ = _row("DENY", "OK", "OK", "OK", "DENY", "OK")              # annotators (no key) and the owner
 ADMIN = _row("LOGIN", "LOGIN", "LOGIN", "LOGIN", "LOGIN", "ANY")
 NO_5XX = _row("ANY", "ANY", "ANY", "ANY", "ANY", "ANY")
+POST_ONLY = _row("DENY", "DENY", "DENY", "ANY", "ANY", "ANY")          # GET of a POST-only action: 405, reveals nothing
+PROLIFIC_FINISH = _row("ANY", "ANY", "ANY", "ANY", "ANY", "ANY")      # decides from the session; never a 5xx
 
 # key (namespace:name, or the route of an unnamed pattern) or glob -> {method: role row}
 EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
@@ -97,6 +99,25 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "annotation-pages:signup": {"get": PUBLIC, "post": PUBLIC},
     "annotation-pages:login": {"get": PUBLIC, "post": PUBLIC, "put": PUBLIC},  # FormView: PUT is POST
     "annotation-pages:logout": {"post": PUBLIC},
+    # researcher login and the console (session pages; same rules as the API)
+    "login": {"get": PUBLIC, "post": PUBLIC, "put": PUBLIC},  # LoginView is a FormView: PUT is POST
+    "logout": {"post": PUBLIC},
+    "console:campaigns": {"get": RESEARCHER},
+    "console:campaign-new": {"get": RESEARCHER},
+    "console:compare": {"get": RESEARCHER},
+    "console:campaign": {"get": OWNER},
+    "console:campaign-action": {"get": POST_ONLY, "post": OWNER},
+    "console:images": {"get": OWNER},
+    "console:annotators": {"get": OWNER},
+    "console:annotator-action": {"get": POST_ONLY, "post": OWNER},
+    "console:report": {"get": OWNER},
+    # crowd platforms: the task pages are public entry points (they log the worker in themselves)
+    "crowd:mturk": {"get": PUBLIC},
+    "crowd:prolific": {"get": PUBLIC},
+    "crowd:prolific-finish": {"get": PROLIFIC_FINISH},
+    "crowd:mturk-assignment": {"post": ANNOTATOR},
+    "crowd:mturk-qualification-attempts": {"post": ANNOTATOR},
+    "crowd:mturk-import": {"post": OWNER},
     # media files (DEBUG only; production serves signed S3 URLs): content-addressed keys
     r"^media/(?P<path>.*)$": {"get": PUBLIC},
     # Django admin: staff only
@@ -139,9 +160,15 @@ def _walk(patterns: list[Any], prefix: str = "", namespace: str | None = None) -
             yield Endpoint(key=name or route, route=route, name=name, methods=_methods(p.callback))
 
 
+# Function views decorated with require_POST expose no method list: name their methods here.
+EXTRA_METHODS = {"console:campaign-action": ("post",), "console:annotator-action": ("post",)}
+
+
 def endpoints() -> list[Endpoint]:
     seen: dict[str, Endpoint] = {}
     for e in _walk(get_resolver().url_patterns):
+        if e.key in EXTRA_METHODS:
+            e = Endpoint(e.key, e.route, e.name, tuple(dict.fromkeys(e.methods + EXTRA_METHODS[e.key])))
         seen.setdefault(e.key, e)
     return list(seen.values())
 
@@ -201,7 +228,8 @@ def test_access_matrix(endpoint: Endpoint, method: str, world: World) -> None:
     url = _url(endpoint, world)
     failures = []
     for role in ROLES:
-        client = world.client(role)
+        # API endpoints with a token; pages with a browser session (they ignore tokens).
+        client = world.client(role) if endpoint.route.startswith("api/") else world.session_client(role)
         with transaction.atomic():
             response = getattr(client, method)(url, {}, format="json") if method != "get" else client.get(url)
             transaction.set_rollback(True)

@@ -35,11 +35,12 @@ def test_api_fuzz_has_no_server_errors(live_server: Any, world: World) -> None:
             "qualification_id": world.qualification.pk, "annotator_id": world.a.pk}
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 30
+    current: dict[str, Any] = {}  # the role under test (read by run(), set before each call)
     for operation in operations:
         for role, token in tokens.items():
             if time.monotonic() - started > BUDGET_S:
                 break
-            headers = {"Authorization": f"Token {token}"}
+            current.update(role=role, headers={"Authorization": f"Token {token}"})
 
             @given(case=operation.as_strategy())
             @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -52,12 +53,11 @@ def test_api_fuzz_has_no_server_errors(live_server: Any, world: World) -> None:
                     for name in list(case.path_parameters):
                         if name in real:
                             case.path_parameters[name] = real[name]
-                # run() is called right below, inside this iteration: the loop variables are current.
-                response = case.call(base_url=base, headers=headers, session=session, timeout=30)  # noqa: B023
+                response = case.call(base_url=base, headers=current["headers"], session=session, timeout=30)
                 try:
                     case.validate_response(response, checks=[not_a_server_error])
-                except Exception:  # noqa: BLE001 - collect every failure, report them all
-                    failures.append(  # noqa: B023f"{role}: {case.method} {case.formatted_path} query={case.query} "
+                except Exception:  # collect every failure, report them all
+                    failures.append(f"{current['role']}: {case.method} {case.formatted_path} query={case.query} "
                                     f"body={str(case.body)[:200]} -> {response.status_code} {response.text[:300]}")
 
             run()
