@@ -157,6 +157,7 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_out": str(_queue_dir),
         "processed_folder": str(VAR_DIR / "celery" / "processed"),
         "store_processed": False,
+        "polling_interval": 0.1,  # a worker checks the folder often: batches follow each other quickly
     }
 else:
     # A task must be re-delivered if its worker dies: visibility timeout longer than any task.
