@@ -46,14 +46,14 @@ def images_plan(*, campaign: Campaign) -> int:
 
 def _enqueue_pending(campaign: Campaign) -> tuple[int, int]:
     """Queue every pending image in batches of the backend's batch size, after commit."""
-    from .tasks import images_generate
+    from .tasks import GENERATION_QUEUE, images_generate
 
     ids = list(Image.objects.filter(campaign=campaign, status=S.PENDING)
                .order_by("prompt__position", "sample_index").values_list("id", flat=True))
     size = _batch_size(campaign)
     batches = [ids[i:i + size] for i in range(0, len(ids), size)]
     for batch in batches:
-        images_generate.delay_on_commit(batch)
+        images_generate.apply_async_on_commit(args=[batch], queue=GENERATION_QUEUE)
     return len(ids), len(batches)
 
 
@@ -147,6 +147,8 @@ def image_complete(*, image_id: int, task_id: str, output: GenerationOutput, bac
     """Store a generated image's file and record the result, unless the image was cancelled (or
     taken over) meanwhile. The file goes to storage first, outside the transaction: it is
     content-addressed, so a repeat finds it. Returns whether the result was recorded."""
+    if not Image.objects.filter(pk=image_id, status=S.RUNNING, task_id=task_id).exists():
+        return False  # cancelled while the model ran: store nothing
     stored = image_store(output.data) if output.status == S.DONE and output.data else None
     with transaction.atomic():
         image = Image.objects.select_for_update().filter(pk=image_id).first()
@@ -182,7 +184,7 @@ def images_generate_batch(*, image_ids: list[int], task_id: str) -> dict[str, An
     claimed under the task id, which a retry keeps."""
     images = images_claim(image_ids=image_ids, task_id=task_id)
     if not images:
-        return {"claimed": 0, "done": 0}
+        return {"claimed": 0, "recorded": 0}
     campaign = images[0].campaign
     params = campaign.spec["backend"]
     backend = backend_get(params["name"])

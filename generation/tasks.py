@@ -12,7 +12,12 @@ from .backends import TransientError
 from .services import campaign_generation_refresh, images_fail, images_generate_batch
 
 
-@shared_task(bind=True, name="generation.images_generate", queue="generation", acks_late=True,
+# Routed to the `generation` queue by CELERY_TASK_ROUTES (and enqueued with queue= explicitly); the
+# task-level `queue` attribute is deprecated in Celery 5.7.
+GENERATION_QUEUE = "generation"
+
+
+@shared_task(bind=True, name="generation.images_generate", acks_late=True,
              reject_on_worker_lost=True, max_retries=None, ignore_result=True)
 def images_generate(self: Any, image_ids: list[int]) -> dict[str, Any]:
     """Generate a batch of images. Redelivered (worker killed) or retried messages keep their

@@ -12,6 +12,14 @@ $BIN/python manage.py migrate --noinput -v0
 $BIN/python manage.py collectstatic --noinput -v0
 $BIN/python manage.py demo
 
+# Queue generation of the demo campaigns (placeholder images) so the worker below produces them
+# while the UI shows progress. Idempotent: a second run queues only what is still pending.
+if [ "${GENERATE:-1}" = 1 ]; then
+  for id in $($BIN/python manage.py shell -c "from campaigns.models import Campaign; print(' '.join(str(c.pk) for c in Campaign.objects.filter(owner__username='researcher', name__startswith='demo-', status__in=['draft', 'generating', 'generated'])))"); do
+    $BIN/python manage.py campaign generate "$id"
+  done
+fi
+
 mkdir -p var/log
 $BIN/celery -A config worker -Q generation,default --concurrency 1 --loglevel INFO >var/log/worker.log 2>&1 &
 WORKER=$!

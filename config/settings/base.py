@@ -152,10 +152,13 @@ if CELERY_BROKER_URL == "filesystem://":
     _queue_dir = VAR_DIR / "celery" / "queue"
     _queue_dir.mkdir(parents=True, exist_ok=True)
     (VAR_DIR / "celery" / "processed").mkdir(parents=True, exist_ok=True)
+    (VAR_DIR / "celery" / "control").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),
         "processed_folder": str(VAR_DIR / "celery" / "processed"),
+        # kombu keeps exchange bindings here (default: ./control in the working directory).
+        "control_folder": str(VAR_DIR / "celery" / "control"),
         "store_processed": False,
         "polling_interval": 0.1,  # a worker checks the folder often: batches follow each other quickly
     }

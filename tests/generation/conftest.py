@@ -1,0 +1,55 @@
+"""Fixtures for generation: a small campaign, media in a temporary folder, eager Celery."""
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from campaigns.models import Campaign
+from campaigns.services import campaign_create
+
+# GEP neutral with two genders and two contexts: 4 prompts x 2 samples = 8 images.
+SMALL_SPEC: dict[str, Any] = {
+    "name": "small", "kind": "gep", "seed": 7,
+    "design": {"settings": ["neutral"], "samples": 2, "contexts": ["sitting at a table", "walking in a park"]},
+    "backend": {"name": "placeholder", "width": 64, "height": 48},
+}
+
+
+def small_spec(**backend: Any) -> dict[str, Any]:
+    spec = copy.deepcopy(SMALL_SPEC)
+    if backend:
+        spec["backend"] = backend
+    return spec
+
+
+@pytest.fixture
+def media(settings: Any, tmp_path: Path) -> Path:
+    root = tmp_path / "media"
+    root.mkdir()
+    settings.MEDIA_ROOT = str(root)
+    settings.STORAGES = {**settings.STORAGES,
+                         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}}
+    return root
+
+
+@pytest.fixture
+def campaign(researcher: User, media: Path) -> Campaign:
+    return campaign_create(owner=researcher, spec=small_spec(**SMALL_SPEC["backend"]))
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Run tasks in-process (no broker; not propagating, since an eager retry runs nested and then
+    raises Retry): the API / service tests check the logic, the worker tests
+    check the real broker and processes."""
+    from config.celery import app
+
+    old = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = old
