@@ -11,7 +11,6 @@ from django.conf import settings
 from .backends import TransientError
 from .services import campaign_generation_refresh, images_fail, images_generate_batch
 
-
 # Routed to the `generation` queue by CELERY_TASK_ROUTES (and enqueued with queue= explicitly); the
 # task-level `queue` attribute is deprecated in Celery 5.7.
 GENERATION_QUEUE = "generation"
