@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,17 @@ GEP_MINIMAL: dict[str, Any] = {
     "design": {"settings": ["neutral", "explicit"]},
     "backend": {"name": "placeholder"},
 }
+
+
+@pytest.fixture
+def media(settings: Any, tmp_path: Path) -> Path:
+    """Local media storage in a fresh folder (images written by a test land there)."""
+    root = tmp_path / "media"
+    root.mkdir()
+    settings.MEDIA_ROOT = str(root)
+    settings.STORAGES = {**settings.STORAGES,
+                         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}}
+    return root
 
 
 @pytest.fixture

@@ -34,16 +34,6 @@ def small_pst(**changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def media(settings: Any, tmp_path: Path) -> Path:
-    root = tmp_path / "media"
-    root.mkdir()
-    settings.MEDIA_ROOT = str(root)
-    settings.STORAGES = {**settings.STORAGES,
-                         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}}
-    return root
-
-
-@pytest.fixture
 def eager() -> Iterator[None]:
     """Generation tasks run in-process (as the generation tests do)."""
     from config.celery import app

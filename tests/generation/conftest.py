@@ -28,16 +28,6 @@ def small_spec(**backend: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def media(settings: Any, tmp_path: Path) -> Path:
-    root = tmp_path / "media"
-    root.mkdir()
-    settings.MEDIA_ROOT = str(root)
-    settings.STORAGES = {**settings.STORAGES,
-                         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}}
-    return root
-
-
-@pytest.fixture
 def campaign(researcher: User, media: Path) -> Campaign:
     return campaign_create(owner=researcher, spec=small_spec(**SMALL_SPEC["backend"]))
 
