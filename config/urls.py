@@ -1,3 +1,5 @@
+import os
+
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import TemplateView
@@ -25,3 +27,7 @@ urlpatterns = [
 ]
 if settings.DEBUG and settings.MEDIA_STORAGE == "local":
     urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
+# Benchmarks only (bench/annotation_load.py): a trivial authenticated endpoint, the ceiling of this
+# stack, mounted when the benchmark's own gunicorn sets BENCH_TRIVIAL_ENDPOINT=1. Off everywhere else.
+if os.environ.get("BENCH_TRIVIAL_ENDPOINT") == "1":
+    urlpatterns += [path("bench/", include("bench.urls"))]
