@@ -1,13 +1,12 @@
 import os
 
+from django.conf import settings
+from django.conf.urls.static import static
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.authtoken.views import obtain_auth_token
-
-from django.conf import settings
-from django.conf.urls.static import static
 
 api_patterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),
