@@ -109,6 +109,30 @@ def images_prepare(n: int, workdir: Path) -> tuple[int, Path]:
     return campaign.pk, path
 
 
+def backend_cpu_s() -> float:
+    """CPU seconds used so far by this process's PostgreSQL backend (same machine: /proc)."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_now() -> tuple[float, float]:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime, backend_cpu_s()
+
+
+def cpu_since(start: tuple[float, float]) -> dict[str, float]:
+    now = cpu_now()
+    return {"python_cpu_s": round(now[0] - start[0], 2), "postgres_cpu_s": round(now[1] - start[1], 2)}
+
+
 def images_measure(campaign_id: int, path: Path) -> dict[str, Any]:
     from campaigns.models import Campaign
     from generation.importer import images_import
@@ -117,12 +141,14 @@ def images_measure(campaign_id: int, path: Path) -> dict[str, Any]:
     campaign = Campaign.objects.get(pk=campaign_id)
     data = path.read_bytes()
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu0 = cpu_now()
     t = time.perf_counter()
     result = images_import(campaign=campaign, manifest_name=path.name, manifest=data)
     seconds = time.perf_counter() - t
+    cpu = cpu_since(cpu0)
     stored = Image.objects.filter(campaign_id=campaign_id, status="done").exclude(source_url="").count()
     return {"import": "image manifest", "rows": result["rows"], "imported": result["imported"], "stored": stored,
-            "seconds": seconds, "rows_per_s": result["rows"] / seconds, "manifest_bytes": len(data),
+            "seconds": seconds, "rows_per_s": result["rows"] / seconds, "manifest_bytes": len(data), **cpu,
             "rss_mb_start": rss0 / 1024, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "ok": result["imported"] == result["rows"] == stored}
 
@@ -220,14 +246,16 @@ def mturk_measure(campaign_id: int, path: Path) -> dict[str, Any]:
 
     campaign = Campaign.objects.get(pk=campaign_id)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu0 = cpu_now()
     t = time.perf_counter()
     data = path.read_bytes()
     result = mturk_batch_import(campaigns=[campaign], data=data)
     seconds = time.perf_counter() - t
+    cpu = cpu_since(cpu0)
     stored = Answer.objects.filter(campaign_id=campaign_id).count()
     return {"import": "mturk batch", "rows": result.rows, "assignments": result.assignments,
             "answers": result.answers, "stored": stored, "workers": result.workers, "seconds": seconds,
-            "rows_per_s": result.rows / seconds, "answers_per_s": result.answers / seconds, "csv_bytes": len(data),
+            "rows_per_s": result.rows / seconds, "answers_per_s": result.answers / seconds, "csv_bytes": len(data), **cpu,
             "rss_mb_start": rss0 / 1024, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "ok": result.answers == stored and result.skipped_rows == 0}
 
@@ -272,7 +300,8 @@ def main() -> None:
             results.append(row)
             extra = f", {row['answers']} answers ({row['answers_per_s']:.0f}/s)" if kind == "mturk" else ""
             print(f"{row['import']:>14}: {row['rows']} rows in {row['seconds']:.2f} s = {row['rows_per_s']:.0f} rows/s"
-                  f"{extra}, peak RSS {row['peak_rss_mb']:.0f} MB (start {row['rss_mb_start']:.0f} MB), stored "
+                  f"{extra} (CPU: Python {row['python_cpu_s']} s, its PostgreSQL backend {row['postgres_cpu_s']} s)"
+                  f", peak RSS {row['peak_rss_mb']:.0f} MB (start {row['rss_mb_start']:.0f} MB), stored "
                   f"{row['stored']} {'OK' if row['ok'] else 'MISMATCH'} (setup {prepare_s:.1f} s, load "
                   f"{row['loadavg_1m']})", flush=True)
     print(json.dumps(results))
