@@ -255,7 +255,8 @@ def mturk_measure(campaign_id: int, path: Path) -> dict[str, Any]:
     stored = Answer.objects.filter(campaign_id=campaign_id).count()
     return {"import": "mturk batch", "rows": result.rows, "assignments": result.assignments,
             "answers": result.answers, "stored": stored, "workers": result.workers, "seconds": seconds,
-            "rows_per_s": result.rows / seconds, "answers_per_s": result.answers / seconds, "csv_bytes": len(data), **cpu,
+            "rows_per_s": result.rows / seconds, "answers_per_s": result.answers / seconds, "csv_bytes": len(data),
+            **cpu,
             "rss_mb_start": rss0 / 1024, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "ok": result.answers == stored and result.skipped_rows == 0}
 
