@@ -79,9 +79,12 @@ class Question(models.Model):
             models.Index(fields=["campaign", "setting"]),
             models.Index(fields=["campaign", "-assigned", "order_key"], name="question_pool_idx"),
             # The HIT engine's exact ORDER BY (nearest to completion first): an ordered index scan that
-            # stops after k unlocked, unseen rows instead of sorting the campaign's whole pool.
+            # stops after k unlocked, unseen rows instead of sorting the campaign's whole pool. Partial
+            # (only questions with room left): full questions sort first (assigned DESC) and the scan
+            # otherwise walked past every one of them on each request, O(questions completed)
+            # (EXPLAIN ANALYZE in bench/README.md).
             models.Index(fields=["campaign", "is_gold", "-assigned", "-completed", "order_key", "image", "slot"],
-                         name="question_pool_order_idx"),
+                         name="question_pool_open_idx", condition=models.Q(assigned__lt=models.F("required"))),
         ]
 
 

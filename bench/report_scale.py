@@ -68,10 +68,11 @@ def load(answers: int, seed: int = 0) -> int:
         buf = io.StringIO()
         for pid, seeds, _ in prompts:
             for s, sd in enumerate(seeds):
-                buf.write(f"{campaign.pk}\t{pid}\t{s}\t{sd}\tdone\t\t0\t\t\t\t\\N\t\\N\t\tplaceholder\t\t\t{{}}\t\\N\t\t"
+                buf.write(f"{campaign.pk}\t{pid}\t{s}\t{sd}\tdone\t\t0\t\t\\N\t\t\t\t\\N\t\\N\t\tplaceholder\t\t\t{{}}\t\\N\t\t"
                           f"t\tf\t\tnow\tnow\t\\N\n")
         with raw.cursor().copy(
-                "COPY generation_image (campaign_id, prompt_id, sample_index, seed, status, error, attempts, file, "
+                "COPY generation_image (campaign_id, prompt_id, sample_index, seed, status, error, attempts, task_id, "
+                "started_at, file, "
                 "web_file, sha256, width, height, source_url, backend, model, revision, params, wall_time_s, "
                 "revised_prompt, synthetic, excluded, exclusion_reason, created_at, updated_at, finished_at) "
                 "FROM STDIN") as copy:

@@ -1,3 +1,5 @@
+import os
+
 from django.conf import settings
 from django.conf.urls.static import static
 from django.contrib import admin
@@ -31,3 +33,8 @@ if settings.DEBUG and settings.MEDIA_STORAGE == "local":
 # Errors without stack traces when DEBUG is off: JSON under /api/, plain text elsewhere.
 handler400 = "common.views.bad_request"
 handler500 = "common.views.server_error"
+
+# Benchmarks only (bench/annotation_load.py): a trivial authenticated endpoint, the ceiling of this
+# stack, mounted when the benchmark's own gunicorn sets BENCH_TRIVIAL_ENDPOINT=1. Off everywhere else.
+if os.environ.get("BENCH_TRIVIAL_ENDPOINT") == "1":
+    urlpatterns += [path("bench/", include("bench.urls"))]

@@ -204,7 +204,7 @@ IMPORT_MAX_PIXELS = env_int("IMPORT_MAX_PIXELS", 40_000_000)                  # 
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "annotation.authentication.TokenAuthentication",  # + the annotator profile in the same query
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

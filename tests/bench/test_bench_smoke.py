@@ -1,0 +1,73 @@
+"""Smoke tests of the benchmark scripts (bench/): each runs with tiny sizes in a subprocess, on its
+own PostgreSQL database (derived from the test database's name, dropped afterwards), and must print
+complete output with its integrity checks passed. They keep the scripts from rotting; the real
+figures are in bench/README.md."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench_database_url() -> Iterator[str]:
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] != "django.db.backends.postgresql":
+        pytest.skip("the benchmarks need PostgreSQL (DATABASE_URL); CI runs them there")
+    import psycopg
+
+    host, port, user = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432, db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    base = f"postgres://{user}{password}@{host}:{port}"
+    name = f"{db['NAME']}_bench_{uuid.uuid4().hex[:8]}"[:63]
+    yield f"{base}/{name}"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run(script: str, *args: str, url: str, timeout: int = 240, ok_line: bool = True) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    env["DATABASE_URL"] = url
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / script), *args], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=timeout)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    lines = out.stdout.strip().splitlines()
+    if ok_line:
+        assert lines[-1] == "smoke: OK", out.stdout[-3000:]
+    return lines
+
+
+def test_annotation_load_smoke(bench_database_url: str) -> None:
+    lines = run("annotation_load.py", "--smoke", url=bench_database_url)
+    result = json.loads(lines[-2])
+    scenarios = {(r["scenario"], r["n"]) for r in result["rows"]}
+    assert {("trivial", 1), ("hit", 1), ("hit", 3), ("paced", 3), ("one-question", 3)} <= scenarios
+    for row in result["rows"]:
+        assert row["error_count"] == 0
+        if row["scenario"] != "trivial":
+            assert row["integrity"]["ok"] and row["integrity"]["answers_stored"] > 0, row
+            assert row["next_p95_ms"] > 0 and row["submit_p95_ms"] > 0 and row["answers_per_s"] > 0
+    assert result["summary"]["integrity_ok"]
+
+
+def test_imports_smoke(bench_database_url: str) -> None:
+    lines = run("imports.py", "--images", "300", "--rows", "300", "--smoke", url=bench_database_url)
+    manifest, batch = json.loads(lines[-2])
+    assert manifest["rows"] == manifest["stored"] == 300 and manifest["peak_rss_mb"] > 0
+    assert batch["rows"] == 300 and batch["answers"] == batch["stored"] == 3000 and batch["peak_rss_mb"] > 0
+
+
+def test_report_scale_smoke(bench_database_url: str) -> None:
+    lines = run("report_scale.py", "--sizes", "3000", "--n-boot", "50", "--smoke", url=bench_database_url,
+                ok_line=False)
+    (row,) = json.loads(lines[-1])
+    assert row["answers"] >= 2800 and row["report_s"] > 0 and row["csv_s"] > 0 and row["peak_rss_mb_report"] > 0
