@@ -234,7 +234,10 @@ def server_start(shape: str, database_url: str, token: str) -> Server:
         cmd += ["--worker-class", "gthread", "--threads", threads]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.base", "DEBUG": "false",
            "SECRET_KEY": "bench-only-not-secret", "DATABASE_URL": database_url, "BENCH_TRIVIAL_ENDPOINT": "1",
-           "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING", "CONN_MAX_AGE": "600"}
+           "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING", "CONN_MAX_AGE": "600",
+           # Scripted annotators with no think time are far above a human's rate: the per-annotator
+           # API throttle (THROTTLE_ANNOTATOR, 600/minute by default) would answer 429 and measure itself.
+           "THROTTLE_ANNOTATOR": "10000000/minute", "THROTTLE_ANON": "10000000/minute"}
     env.pop("REDIS_URL", None)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -50,7 +51,19 @@ class Browser:
         self.driver.get(self.base_url + path)
 
     def wait(self, condition: Callable[[Any], Any], timeout: float | None = None, message: str = "") -> Any:
-        return WebDriverWait(self.driver, timeout or self.timeout, poll_frequency=0.05).until(condition, message)
+        def settled(driver: Any) -> Any:
+            # A page that navigates or re-renders while we look can detach the element under test:
+            # that means "not yet", not a failure (the wait still times out with `message`).
+            try:
+                return condition(driver)
+            except StaleElementReferenceException:
+                return False
+            except WebDriverException as exc:
+                if "does not belong to the document" in str(exc) or "No node with given id" in str(exc):
+                    return False
+                raise
+
+        return WebDriverWait(self.driver, timeout or self.timeout, poll_frequency=0.05).until(settled, message)
 
     def visible(self, css: str, timeout: float | None = None) -> WebElement:
         return self.wait(EC.visibility_of_element_located((By.CSS_SELECTOR, css)), timeout, f"{css} not visible")

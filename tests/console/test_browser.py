@@ -193,7 +193,7 @@ def test_researcher_designs_generates_reviews_opens_and_reports(browser: Browser
 
     # Open for annotation; the annotators' link is shown.
     b.find(".tabs a[href$='/campaigns/%d/']" % campaign.pk).click()
-    b.find("button[data-action=open]").click()
+    b.visible("button[data-action=open]").click()
     b.text_in("#campaign-status", "Open for annotation")
     assert b.find("#work-url").get_attribute("value").endswith(f"/work/{campaign.pk}/")
     b.text_in("[data-field=questions]", "18")  # 11 images: 4 single + 7 paired x 2

@@ -69,7 +69,7 @@ def test_diffusers_end_to_end_through_a_worker(workers: list[Worker], tmp_path: 
 
 def test_killed_worker_work_is_redelivered_exactly_once(workers: list[Worker], tmp_path: Path,
                                                         researcher: User) -> None:
-    spec = small_spec(name="placeholder", width=32, height=32, delay_s=0.4)
+    spec = small_spec(name="placeholder", width=32, height=32, delay_s=1.0)
     spec["design"]["samples"] = 3  # 4 prompts x 3 = 12 images, 3 tasks of 4
     campaign = campaign_create(owner=researcher, spec=spec)
     env = {"CELERY_VISIBILITY_TIMEOUT": "3", "CELERY_UNACKED_RESTORE_INTERVAL": "1",
@@ -78,8 +78,11 @@ def test_killed_worker_work_is_redelivered_exactly_once(workers: list[Worker], t
     workers.append(first)
     generation_start(campaign=campaign)
     first.wait_ready()
-    wait_for(lambda: Image.objects.filter(campaign=campaign, status="done").exists(), timeout=60,
-             what="a first image", worker=first)
+    # Kill while a batch is in flight: some images done, a claimed batch still running (a loaded
+    # machine can otherwise land the kill between two batches).
+    wait_for(lambda: Image.objects.filter(campaign=campaign, status="done").exists()
+             and Image.objects.filter(campaign=campaign, status="running").exists(), timeout=60,
+             what="a first image and a batch in flight", worker=first)
     first.kill()  # mid-batch: the rest of its batch stays `running`, its message unacked
     interrupted = set(Image.objects.filter(campaign=campaign, status="running").values_list("id", flat=True))
     assert interrupted, "the kill should have interrupted a batch"
