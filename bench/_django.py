@@ -6,6 +6,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def ensure_database(url: str) -> None:
+    """Create the benchmark's own PostgreSQL database when it is missing."""
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
 def setup(database_url: str | None = None) -> None:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")

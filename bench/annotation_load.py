@@ -39,19 +39,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, setup  # noqa: E402
+from _django import ROOT, ensure_database, setup  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_load"
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,18 +22,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, setup  # noqa: E402
+from _django import ROOT, ensure_database, setup  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_report"
-
-
-def ensure_database(url: str) -> None:
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def load(answers: int, seed: int = 0) -> int:
