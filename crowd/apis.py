@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
+from annotation.apis import QualificationAttemptApi
 from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
@@ -46,19 +47,10 @@ class MTurkAssignmentApi(APIView):
         return Response(payload, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
-class MTurkQualificationAttemptApi(APIView):
+class MTurkQualificationAttemptApi(QualificationAttemptApi):
     """A qualification attempt from the MTurk page; a pass also grants the MTurk qualification."""
 
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(request=dict, responses={201: dict})
-    def post(self, request: Request, qualification_id: int) -> Response:
-        annotator = selectors.annotator_of(request.user)
-        qualification = selectors.qualification_get(qualification_id=qualification_id)
-        selectors.campaign_for_annotator(campaign_id=qualification.campaign_id)
-        result = services.mturk_qualification_attempt(qualification=qualification, annotator=annotator,
-                                                       answers=_body(request).get("answers"))
-        return Response(result, status=status.HTTP_201_CREATED)
+    attempt_service = staticmethod(services.mturk_qualification_attempt)
 
 
 def _campaign_ids(raw: list[str]) -> list[int]:
