@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.storage import default_storage
@@ -36,6 +37,11 @@ def _finished(campaign: Campaign) -> bool:
     return not Image.objects.filter(campaign=campaign, status__in=("pending", "running")).exists()
 
 
+def _pixels(image: Image) -> np.ndarray:
+    with default_storage.open(image.file) as handle:
+        return np.asarray(PILImage.open(handle).convert("RGB"))
+
+
 def test_diffusers_end_to_end_through_a_worker(workers: list[Worker], tmp_path: Path, researcher: User) -> None:
     model = tiny_pipeline_build(tmp_path / "tiny-sd")
     backend = {"name": "diffusers", "model": str(model), "steps": 2, "width": 32, "height": 32, "batch_size": 4}
@@ -58,11 +64,17 @@ def test_diffusers_end_to_end_through_a_worker(workers: list[Worker], tmp_path: 
         assert image.params["dtype"] == "float32" and image.params["seed"] == image.seed
         assert image.wall_time_s and image.wall_time_s > 0 and not image.synthetic
     assert len({i.sha256 for i in images}) == 8  # another seed, other pixels
-    # The same seeds generated one at a time give the same pixels as in batches of four.
-    by_key = {(i.prompt.key, i.sample_index): i.sha256 for i in images}
+    # The same seeds generated one at a time give the same pixels as in batches of four, up to float
+    # rounding: on some CPUs the batched kernels round differently and a few channel values land one
+    # level apart after quantisation to 8 bits (bit-identical on others). Other seeds differ by far more.
+    by_key = {(i.prompt.key, i.sample_index): i for i in images}
     for image in Image.objects.filter(campaign=alone).select_related("prompt"):
         assert image.status == "done" and image.params["batch_size"] == 1
-        assert by_key[(image.prompt.key, image.sample_index)] == image.sha256
+        twin = by_key[(image.prompt.key, image.sample_index)]
+        diff = np.abs(_pixels(image).astype(int) - _pixels(twin).astype(int))
+        assert diff.max() <= 1 and diff.mean() < 0.01, (diff.max(), diff.mean())
+    different = np.abs(_pixels(images[0]).astype(int) - _pixels(images[1]).astype(int))
+    assert different.mean() > 1, different.mean()
     assert Campaign.objects.get(pk=batched.pk).status == "generated"
     assert "loaded" in worker.text() and worker.text().count("loaded ") == 1  # pipeline loaded once per process
 
