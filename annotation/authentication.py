@@ -2,19 +2,69 @@
 
 DRF's TokenAuthentication fetches the token with its user (one query); every annotator endpoint
 then looked the annotator up again (`selectors.annotator_of`, a second query per request). Here the
-token, the user and the annotator (reverse one-to-one, NULL for researchers) come in one indexed
-query, and `annotator_of` reads the cached profile. Measured by bench/annotation_load.py.
+token, the user and the annotator id (reverse one-to-one, NULL for researchers) come in one indexed
+query, and `annotator_of` reads the cached profile. On PostgreSQL that query is a prepared statement
+built once from the models' metadata (the ORM spent ~1 ms of CPU per request compiling it; profile
+in bench/README.md); the instances are built with `Model.from_db` and the fields' converters. Measured by bench/annotation_load.py.
 """
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
+from rest_framework.authtoken.models import Token
+
+from .models import Annotator
+
+
+@cache
+def _token_query() -> str:
+    user_model = get_user_model()
+    columns = ", ".join([*(f'u."{f.column}"' for f in user_model._meta.concrete_fields), 't."created"',
+                         *(f'a."{f.column}"' for f in Annotator._meta.concrete_fields)])
+    pk = user_model._meta.pk.column
+    return (f'SELECT {columns} FROM "{Token._meta.db_table}" t '
+            f'JOIN "{user_model._meta.db_table}" u ON u."{pk}" = t."user_id" '
+            f'LEFT JOIN "{Annotator._meta.db_table}" a ON a."user_id" = u."{pk}" '
+            f'WHERE t."key" = %(key)s')
+
+
+def _instance(model: Any, values: Any) -> Any:
+    """A model instance from raw column values, with each field's database converter applied (what
+    the ORM's compiler does: JSON text -> objects, and so on)."""
+    fields = model._meta.concrete_fields
+    converted = [f.from_db_value(v, None, connection) if v is not None and hasattr(f, "from_db_value") else v
+                 for f, v in zip(fields, values, strict=True)]
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
+        if connection.vendor != "postgresql":
+            return self._authenticate_orm(key)
+        from .engine_pg import run
+
+        rows = run(_token_query(), {"key": key})
+        if not rows:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        row = rows[0]
+        n = len(get_user_model()._meta.concrete_fields)
+        user = _instance(get_user_model(), row[:n])
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+        token = Token.from_db(connection.alias, ["key", "user_id", "created"], (key, user.pk, row[n]))
+        token.user = user
+        if row[n + 1] is not None:
+            annotator = _instance(Annotator, row[n + 1:])
+            annotator.user = user
+            user._annotator_cache = annotator
+        return user, token
+
+    def _authenticate_orm(self, key: str) -> tuple[Any, Any]:
         model = self.get_model()
         try:
             token = model.objects.select_related("user", "user__annotator").get(key=key)

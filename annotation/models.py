@@ -121,6 +121,13 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["campaign", "status", "expires_at"]),
             models.Index(fields=["annotator", "status"]),
+            # The HIT engine's per-request lookups (expired leases of the campaign, the annotator's held
+            # HIT) over live HITs only: a few hundred rows whatever the campaign's history, so no plan
+            # walks the campaign's submitted HITs (EXPLAIN in bench/README.md).
+            models.Index(fields=["campaign", "expires_at"], name="assignment_active_idx",
+                         condition=models.Q(status="active")),
+            models.Index(fields=["annotator", "campaign"], name="assignment_active_worker_idx",
+                         condition=models.Q(status="active")),
         ]
 
 

@@ -18,11 +18,12 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -34,6 +35,7 @@ from campaigns.spec import derive_seed
 from common.errors import ApplicationError, ConflictError, NotFoundError
 from generation.models import Image
 
+from . import engine_pg
 from .aggregation import labels_recompute
 from .models import (
     Annotator,
@@ -262,17 +264,27 @@ def _enrollment_for_work(*, annotator: Annotator, campaign_id: int, lock: bool) 
         # Serialises one annotator's concurrent requests (two tabs): never two HITs at once.
         qs = qs.select_for_update(of=("self",), no_key=True)
     enrollment = qs.first()
-    if enrollment is None or enrollment.consented_at is None:
+    if enrollment is None:
+        _refuse_work(campaign_id=campaign_id, consented=False, status="", reason="")
+    else:
+        _refuse_work(campaign_id=campaign_id, consented=enrollment.consented_at is not None,
+                     status=enrollment.status, reason=enrollment.status_reason)
+    return enrollment
+
+
+def _refuse_work(*, campaign_id: int, consented: bool, status: str, reason: str) -> None:
+    """Raise why an annotator may not work in the campaign (404 unknown campaign, 403 no consent or
+    not active); nothing when they may."""
+    if not consented:
         if not Campaign.objects.filter(pk=campaign_id, deleted_at__isnull=True,
                                        status__in=ANNOTATOR_VISIBLE).exists():
             raise NotFoundError(f"Campaign {campaign_id} not found.")
         raise ForbiddenError("Consent to the campaign first (POST /api/campaigns/{id}/consent/).",
                              errors={"consent": ["not given"]})
-    if enrollment.status != Enrollment.Status.ACTIVE:
-        reason = f": {enrollment.status_reason}" if enrollment.status_reason else ""
-        raise ForbiddenError(f"Your participation in this campaign is {enrollment.status}{reason}",
-                             errors={"enrollment": [enrollment.status]})
-    return enrollment
+    if status != Enrollment.Status.ACTIVE:
+        reason = f": {reason}" if reason else ""
+        raise ForbiddenError(f"Your participation in this campaign is {status}{reason}",
+                             errors={"enrollment": [status]})
 
 
 ANNOTATOR_VISIBLE = (Campaign.Status.OPEN, Campaign.Status.PAUSED, Campaign.Status.CLOSED)
@@ -477,6 +489,12 @@ def _unseen(annotator: Annotator) -> Exists:
     return Exists(AssignmentItem.objects.filter(question=OuterRef("pk"), annotator=annotator))
 
 
+def _sql_engine() -> bool:
+    """The hot paths run as hand-written SQL on PostgreSQL (annotation/engine_pg.py) unless
+    `ANNOTATION_SQL_ENGINE` is off; the ORM versions below run elsewhere and define the behaviour."""
+    return connection.vendor == "postgresql" and getattr(settings, "ANNOTATION_SQL_ENGINE", True)
+
+
 @_retry_on_deadlock
 @transaction.atomic
 def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Random | None = None
@@ -499,18 +517,22 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
     The database backs this up: CHECK assigned <= required and UNIQUE (question, annotator).
     On SQLite there is no row locking: the first statement (the reclaim) is a write under
     `transaction_mode=IMMEDIATE` (settings), so the whole database is held by one writer at a time.
-    Queries: 8 statements (+1 when gold questions are mixed in, +2-3 when leases expired), plus BEGIN/COMMIT.
+    Queries on PostgreSQL (engine_pg): 3 prepared statements (+1 with gold questions, +2-3 when leases
+    expired) plus BEGIN/COMMIT; through the ORM: 8 statements (+1 gold, +2-3 expired).
     """
+    rng = rng or random.Random()
+    if _sql_engine():
+        return _next_sql(annotator=annotator, campaign_id=campaign_id, rng=rng)
+    return _next_orm(annotator=annotator, campaign_id=campaign_id, rng=rng)
+
+
+def _next_orm(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> tuple[dict[str, Any] | None, bool]:
     now = timezone.now()
     leases_reclaim(campaign_id=campaign_id, now=now)
     enrollment = _enrollment_for_work(annotator=annotator, campaign_id=campaign_id, lock=True)
     campaign = enrollment.campaign
-    if campaign.status != Campaign.Status.OPEN:
-        raise ConflictError(f"The campaign is {campaign.status}; no new HITs are handed out.",
-                            errors={"campaign": [campaign.status]})
-    current = (Assignment.objects.filter(annotator=annotator, campaign_id=campaign_id,
-                                         status=Assignment.Status.ACTIVE, expires_at__gt=now)
-               .order_by("-created_at").first())
+    _refuse_closed(campaign.status)
+    current = _held_hit(annotator=annotator, campaign_id=campaign_id, now=now)
     if current is not None:
         return assignment_payload(current), False
     cfg = annotation_settings(campaign)
@@ -528,6 +550,70 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
                 .values(*_PAYLOAD_FIELDS, "slot")[: k * 2 if pst else k])
     if not rows:
         return None, False
+    rows, real_ids = _hit_rows(rows, pst=pst, k=k, cfg=cfg, rng=rng, gold=lambda n: list(
+        pool.filter(is_gold=True).order_by("?").values(*_PAYLOAD_FIELDS)[:n]))
+    assignment = Assignment.objects.create(campaign_id=campaign_id, annotator=annotator,
+                                           expires_at=now + timedelta(minutes=cfg["lease_minutes"]))
+    AssignmentItem.objects.bulk_create([
+        AssignmentItem(assignment=assignment, question_id=r["id"], annotator=annotator, position=i)
+        for i, r in enumerate(rows)])
+    Question.objects.filter(pk__in=real_ids).update(assigned=F("assigned") + 1)
+    return {"id": assignment.pk, "expires_at": assignment.expires_at,
+            "questions": [_question_payload(r) for r in rows]}, True
+
+
+_SQL_POOL_KEYS = ("id", "text", "choices", "image_id", "image__web_file", "image__file", "image__source_url", "slot")
+
+
+def _next_sql(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> tuple[dict[str, Any] | None, bool]:
+    now = timezone.now()
+    params: dict[str, Any] = {"campaign": campaign_id, "annotator": annotator.pk, "now": now}
+    state = engine_pg.run(engine_pg.NEXT_STATE, params)
+    if not state:
+        _refuse_work(campaign_id=campaign_id, consented=False, status="", reason="")
+    consented, e_status, e_reason, c_status, kind, section, held, unqualified, expired = state[0]
+    if expired:
+        _release_assignments(expired, status=Assignment.Status.EXPIRED)
+    _refuse_work(campaign_id=campaign_id, consented=consented, status=e_status, reason=e_reason)
+    _refuse_closed(c_status)
+    if held is not None:
+        return assignment_payload(Assignment.objects.get(pk=held)), False
+    cfg = engine_pg.settings_of(kind, section)
+    k = cfg["hit_size"]
+    pst = kind == Campaign.Kind.PST
+    params.update(unqualified=unqualified, gold=False, limit=k * 2 if pst else k)
+    rows = [dict(zip(_SQL_POOL_KEYS, r, strict=True)) for r in engine_pg.run(engine_pg.NEXT_POOL, params)]
+    if not rows:
+        # Empty, or a concurrent request of this annotator made a HIT while this one waited for the lock.
+        current = _held_hit(annotator=annotator, campaign_id=campaign_id, now=now)
+        return (assignment_payload(current), False) if current is not None else (None, False)
+
+    def gold(n: int) -> list[dict[str, Any]]:
+        return [dict(zip(_SQL_POOL_KEYS, r, strict=True))
+                for r in engine_pg.run(engine_pg.NEXT_GOLD, {**params, "gold": True, "limit": n})]
+
+    rows, real_ids = _hit_rows(rows, pst=pst, k=k, cfg=cfg, rng=rng, gold=gold)
+    expires = now + timedelta(minutes=cfg["lease_minutes"])
+    hit_id = engine_pg.run(engine_pg.NEXT_WRITE, {**params, "expires": expires, "real": real_ids,
+                                                   "questions": [r["id"] for r in rows]})[0][0]
+    return {"id": hit_id, "expires_at": expires, "questions": [_question_payload(r) for r in rows]}, True
+
+
+def _refuse_closed(status: str) -> None:
+    if status != Campaign.Status.OPEN:
+        raise ConflictError(f"The campaign is {status}; no new HITs are handed out.", errors={"campaign": [status]})
+
+
+def _held_hit(*, annotator: Annotator, campaign_id: int, now: datetime) -> Assignment | None:
+    return (Assignment.objects.filter(annotator=annotator, campaign_id=campaign_id,
+                                      status=Assignment.Status.ACTIVE, expires_at__gt=now)
+            .order_by("-created_at").first())
+
+
+def _hit_rows(rows: list[dict[str, Any]], *, pst: bool, k: int, cfg: Mapping[str, Any], rng: random.Random,
+              gold: Callable[[int], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The HIT's questions in order, from the locked pool rows: PST images whole, gold questions mixed
+    in at random positions. Returns (rows, ids of the non-gold questions)."""
     if pst:
         # Whole images: the first k distinct images, all their persons found (both of a paired image
         # unless the other one is locked, full or already seen), kept next to each other.
@@ -538,23 +624,14 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
         rows = [r for r in rows if r["image_id"] in first_seen]
         rows.sort(key=lambda r: (first_seen[r["image_id"]], _SLOT_ORDER.get(_slot_of(r), 3)))
     real_ids = [r["id"] for r in rows]
-    rng = rng or random.Random()
     gold_rate = cfg["gold_rate"]
     if gold_rate > 0:
         expected = len(rows) * gold_rate / (1 - gold_rate)
         n_gold = int(expected) + (1 if rng.random() < expected - int(expected) else 0)
         if n_gold:
-            gold = list(pool.filter(is_gold=True).order_by("?").values(*_PAYLOAD_FIELDS)[:n_gold])
-            for g in gold:  # silent: at random positions, indistinguishable in the payload
+            for g in gold(n_gold):  # silent: at random positions, indistinguishable in the payload
                 rows.insert(rng.randrange(len(rows) + 1), g)
-    assignment = Assignment.objects.create(campaign_id=campaign_id, annotator=annotator,
-                                           expires_at=now + timedelta(minutes=cfg["lease_minutes"]))
-    AssignmentItem.objects.bulk_create([
-        AssignmentItem(assignment=assignment, question_id=r["id"], annotator=annotator, position=i)
-        for i, r in enumerate(rows)])
-    Question.objects.filter(pk__in=real_ids).update(assigned=F("assigned") + 1)
-    return {"id": assignment.pk, "expires_at": assignment.expires_at,
-            "questions": [_question_payload(r) for r in rows]}, True
+    return rows, real_ids
 
 
 def _slot_of(row: Mapping[str, Any]) -> str:
@@ -641,9 +718,9 @@ def submission_digest(parsed: Iterable[tuple[int, str, int | None]]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _submit_result(assignment: Assignment, *, answers: int) -> dict[str, Any]:
-    return {"id": assignment.pk, "status": assignment.status, "answers": answers,
-            "submitted_at": assignment.submitted_at, "reward": f"{Decimal(assignment.reward):.2f}"}
+def _submit_result(*, id: int, status: str, submitted_at: datetime | None, reward: Any, answers: int) -> dict[str, Any]:
+    return {"id": id, "status": status, "answers": answers, "submitted_at": submitted_at,
+            "reward": f"{Decimal(reward):.2f}"}
 
 
 @_retry_on_deadlock
@@ -658,31 +735,31 @@ def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) ->
     one is a 409. A late submission (lease expired and reclaimed) is accepted only if every released
     question still has room: `assigned + 1` is re-taken with `assigned < required` in one UPDATE,
     otherwise 409. Locks the assignment row first (a concurrent reclaim skips it).
-    Queries: 8 statements (+1 late re-take, +1 when a quality threshold is set), plus BEGIN/COMMIT.
+    Queries on PostgreSQL (engine_pg): 3 prepared statements (+1 late re-take, +1 when the HIT had
+    expired, +1 when a quality threshold is set) plus BEGIN/COMMIT; through the ORM: 8 statements.
     """
+    if _sql_engine():
+        return _submit_sql(annotator=annotator, assignment_id=assignment_id, answers=answers)
+    return _submit_orm(annotator=annotator, assignment_id=assignment_id, answers=answers)
+
+
+def _submit_orm(*, annotator: Annotator, assignment_id: int, answers: Any) -> tuple[dict[str, Any], bool]:
     assignment = (Assignment.objects.select_for_update(of=("self",), no_key=True).select_related("campaign")
                   .filter(pk=assignment_id, annotator=annotator).first())
     if assignment is None:
         raise NotFoundError(f"Assignment {assignment_id} not found.")
     items = list(AssignmentItem.objects.filter(assignment=assignment)
                  .values("question_id", "status", "question__choices", "question__is_gold"))
-    parsed = _parse_answers(answers, items)
-    digest = submission_digest(parsed)
-    if assignment.status == Assignment.Status.SUBMITTED:
-        if assignment.submission_digest == digest:
-            return _submit_result(assignment, answers=len(parsed)), True
-        raise ConflictError("This HIT was already submitted with different answers.",
-                            errors={"answers": ["differ from the submitted ones"]})
-    if assignment.status == Assignment.Status.RETURNED:
-        raise ConflictError("This HIT was returned; ask for a new one.", errors={"status": ["returned"]})
-    released = [it["question_id"] for it in items
-                if it["status"] == AssignmentItem.Status.RELEASED and not it["question__is_gold"]]
+    parsed, digest, early = _submit_check(assignment_id=assignment.pk, status=assignment.status,
+                                          digest=assignment.submission_digest, submitted_at=assignment.submitted_at,
+                                          reward=assignment.reward, items=items, answers=answers)
+    if early is not None:
+        return early, True
+    released = _released(items)
     if released:
-        taken = (Question.objects.filter(pk__in=sorted(released), assigned__lt=F("required"))
+        taken = (Question.objects.filter(pk__in=released, assigned__lt=F("required"))
                  .update(assigned=F("assigned") + 1))
-        if taken != len(released):
-            raise ConflictError("Your time on this HIT ran out and its questions were given to other annotators; "
-                                "nothing was saved. Ask for a new HIT.", errors={"expires_at": ["lease expired"]})
+        _check_retaken(taken, released)
     campaign = assignment.campaign
     cfg = annotation_settings(campaign)
     now = timezone.now()
@@ -692,20 +769,98 @@ def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) ->
                    choice=choice, time_ms=time_ms, created_at=now)
             for qid, choice, time_ms in parsed])
     except IntegrityError as exc:  # an original answer exists already (e.g. imported): never overwrite
-        raise ConflictError("Some of these questions already have your answer.") from exc
+        raise _already_answered() from exc
     AssignmentItem.objects.filter(assignment=assignment).update(status=AssignmentItem.Status.ANSWERED)
-    real_ids = sorted(it["question_id"] for it in items if not it["question__is_gold"])
+    real_ids = _real_ids(items)
     Question.objects.filter(pk__in=real_ids).update(completed=F("completed") + 1)
-    amount = Decimal(cfg["reward"])
-    reward = amount * len(parsed) if cfg["reward_per"] == "question" else amount
     assignment.status = Assignment.Status.SUBMITTED
     assignment.submitted_at = now
     assignment.submission_digest = digest
-    assignment.reward = reward
+    assignment.reward = _reward(cfg, len(parsed))
     assignment.save(update_fields=["status", "submitted_at", "submission_digest", "reward"])
     labels_recompute(campaign_id=campaign.pk, question_ids=real_ids, exclude_blocked=cfg["exclude_flagged_answers"])
     annotator_quality_check(campaign=campaign, annotator=annotator, cfg=cfg)
-    return _submit_result(assignment, answers=len(parsed)), False
+    return _submit_result(id=assignment.pk, status=assignment.status, submitted_at=now, reward=assignment.reward,
+                          answers=len(parsed)), False
+
+
+def _submit_sql(*, annotator: Annotator, assignment_id: int, answers: Any) -> tuple[dict[str, Any], bool]:
+    params: dict[str, Any] = {"assignment": assignment_id, "annotator": annotator.pk}
+    state = engine_pg.run(engine_pg.SUBMIT_STATE, params)
+    if not state:
+        raise NotFoundError(f"Assignment {assignment_id} not found.")
+    status, digest0, submitted_at, reward0, campaign_id, kind, section, items_json = state[0]
+    if status == Assignment.Status.EXPIRED:
+        # A reclaim may have committed while this statement waited for the lock: its snapshot of the
+        # items is older than the HIT row it locked. Read them again.
+        items_json = engine_pg.run(engine_pg.SUBMIT_ITEMS, params)[0][0]
+    items = [{"question_id": q, "status": st, "question__choices": ch, "question__is_gold": g}
+             for q, st, ch, g in items_json or []]
+    parsed, digest, early = _submit_check(assignment_id=assignment_id, status=status, digest=digest0,
+                                          submitted_at=submitted_at, reward=reward0, items=items, answers=answers)
+    if early is not None:
+        return early, True
+    released = _released(items)
+    if released:
+        _check_retaken(engine_pg.run(engine_pg.SUBMIT_RETAKE, {"questions": released})[0][0], released)
+    cfg = engine_pg.settings_of(kind, section)
+    now = timezone.now()
+    real_ids = _real_ids(items)
+    reward = _reward(cfg, len(parsed))
+    try:
+        engine_pg.run(engine_pg.SUBMIT_WRITE, {
+            **params, "campaign": campaign_id, "now": now, "digest": digest, "reward": reward, "real": real_ids,
+            "questions": [p[0] for p in parsed], "choices": [p[1] for p in parsed], "times": [p[2] for p in parsed]})
+    except IntegrityError as exc:  # an original answer exists already (e.g. imported): never overwrite
+        raise _already_answered() from exc
+    engine_pg.labels_write(campaign_id=campaign_id, question_ids=real_ids,
+                           exclude_blocked=cfg["exclude_flagged_answers"], now=now)
+    if _quality_checked(cfg):
+        annotator_quality_check(campaign=Campaign.objects.get(pk=campaign_id), annotator=annotator, cfg=cfg)
+    return _submit_result(id=assignment_id, status=Assignment.Status.SUBMITTED, submitted_at=now, reward=reward,
+                          answers=len(parsed)), False
+
+
+def _submit_check(*, assignment_id: int, status: str, digest: str, submitted_at: datetime | None, reward: Any,
+                  items: list[dict[str, Any]], answers: Any
+                  ) -> tuple[list[tuple[int, str, int | None]], str, dict[str, Any] | None]:
+    """Validate a submission against its HIT: (parsed answers, digest, the earlier result when this is
+    a resend of the submitted HIT). 409 for different answers to a submitted HIT or a returned one."""
+    parsed = _parse_answers(answers, items)
+    new_digest = submission_digest(parsed)
+    if status == Assignment.Status.SUBMITTED:
+        if digest == new_digest:
+            return parsed, new_digest, _submit_result(id=assignment_id, status=status, submitted_at=submitted_at,
+                                                      reward=reward, answers=len(parsed))
+        raise ConflictError("This HIT was already submitted with different answers.",
+                            errors={"answers": ["differ from the submitted ones"]})
+    if status == Assignment.Status.RETURNED:
+        raise ConflictError("This HIT was returned; ask for a new one.", errors={"status": ["returned"]})
+    return parsed, new_digest, None
+
+
+def _released(items: list[dict[str, Any]]) -> list[int]:
+    return sorted(it["question_id"] for it in items
+                  if it["status"] == AssignmentItem.Status.RELEASED and not it["question__is_gold"])
+
+
+def _real_ids(items: list[dict[str, Any]]) -> list[int]:
+    return sorted(it["question_id"] for it in items if not it["question__is_gold"])
+
+
+def _check_retaken(taken: int, released: list[int]) -> None:
+    if taken != len(released):
+        raise ConflictError("Your time on this HIT ran out and its questions were given to other annotators; "
+                            "nothing was saved. Ask for a new HIT.", errors={"expires_at": ["lease expired"]})
+
+
+def _already_answered() -> ConflictError:
+    return ConflictError("Some of these questions already have your answer.")
+
+
+def _reward(cfg: Mapping[str, Any], answers: int) -> Decimal:
+    amount = Decimal(cfg["reward"])
+    return amount * answers if cfg["reward_per"] == "question" else amount
 
 
 @transaction.atomic
@@ -773,12 +928,16 @@ def quality_reasons(stats: Mapping[str, Any], cfg: Mapping[str, Any]) -> list[st
     return reasons
 
 
+def _quality_checked(cfg: Mapping[str, Any]) -> bool:
+    return cfg["low_quality_action"] != "none" and (
+        cfg["min_gold_accuracy"] > 0 or cfg["min_time_ms"] > 0 or cfg["min_agreement"] > 0)
+
+
 def annotator_quality_check(*, campaign: Campaign, annotator: Annotator, cfg: Mapping[str, Any]) -> str | None:
     """Pause or block the annotator (campaign setting `low_quality_action`) when below a threshold,
     with the reason stored on the enrollment (shown in the annotators table and the progress).
     No query when no threshold is set; one otherwise (more only when the status changes)."""
-    if cfg["low_quality_action"] == "none" or not (
-            cfg["min_gold_accuracy"] > 0 or cfg["min_time_ms"] > 0 or cfg["min_agreement"] > 0):
+    if not _quality_checked(cfg):
         return None
     stats = next(iter(annotator_stats_query(campaign_id=campaign.pk, cfg=cfg).filter(annotator_id=annotator.pk)), None)
     reasons = quality_reasons(stats or {}, cfg)

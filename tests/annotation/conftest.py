@@ -62,3 +62,16 @@ def gep_campaign(researcher: User) -> Campaign:
 @pytest.fixture
 def worker(gep_campaign: Campaign) -> tuple[Annotator, APIClient]:
     return make_annotator("wanda", campaign=gep_campaign)
+
+
+@pytest.fixture(params=["sql", "orm"])
+def hit_engine(request: pytest.FixtureRequest, settings: Any) -> str:
+    """Run a test through both implementations of the HIT engine's hot paths: the hand-written
+    PostgreSQL statements (annotation/engine_pg.py, what production runs on PostgreSQL) and the ORM
+    version (what SQLite runs, and the reference behaviour)."""
+    from django.db import connection
+
+    if request.param == "sql" and connection.vendor != "postgresql":
+        pytest.skip("the SQL engine is PostgreSQL's; CI runs it there")
+    settings.ANNOTATION_SQL_ENGINE = request.param == "sql"
+    return request.param

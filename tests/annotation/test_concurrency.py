@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from django.db import connection, connections
 
-from annotation.models import Answer, AssignmentItem, Question
+from annotation.models import AggregatedLabel, Answer, Assignment, AssignmentItem, Question
 from annotation.services import annotator_create, answers_submit, assignment_next, enrollment_consent
 
 from .conftest import make_campaign, make_images, open_campaign
@@ -65,3 +65,46 @@ def test_fifty_annotators_at_once_fill_every_slot_exactly(researcher, hit_size):
         assert len(annotators_of_q) == 3 == len(set(annotators_of_q))
     assert Answer.objects.filter(campaign=campaign).count() == 90
     assert sum(hits_per_annotator.values()) >= 90 // hit_size
+    # Labels were written by concurrent submits of the same questions: each must count all 3 answers
+    # (the later submit waits on the question row lock, then reads the earlier one's answers).
+    votes: dict[int, Counter[str]] = {}
+    for qid, choice in Answer.objects.filter(campaign=campaign).values_list("question_id", "choice"):
+        votes.setdefault(qid, Counter())[choice] += 1
+    labels = {lab.question_id: lab for lab in AggregatedLabel.objects.filter(question__campaign=campaign)}
+    assert len(labels) == 30
+    for qid, counts in votes.items():
+        assert labels[qid].votes == dict(counts) and labels[qid].answers == 3, (qid, labels[qid].votes, counts)
+
+
+def test_one_annotator_asking_from_many_tabs_at_once_gets_one_hit(researcher):
+    if connection.vendor != "postgresql":
+        pytest.skip("row locking is exercised on PostgreSQL; CI runs it there")
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": 3, "hit_size": 2})
+    make_images(campaign, "explicit", 30)
+    open_campaign(campaign)
+    annotator, _ = annotator_create(username="tabs", password="Concurrent-pass-77", consent=True)
+    enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
+    barrier = threading.Barrier(8)
+    results: list[tuple[int, bool]] = []
+    errors: list[BaseException] = []
+
+    def ask():
+        try:
+            barrier.wait()
+            hit, created = assignment_next(annotator=annotator, campaign_id=campaign.pk)
+            results.append((hit["id"], created))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors[:3]
+    assert len({hit_id for hit_id, _ in results}) == 1, results
+    assert sum(created for _, created in results) == 1
+    assert Assignment.objects.filter(annotator=annotator).count() == 1
+    assert AssignmentItem.objects.filter(annotator=annotator).count() == 2

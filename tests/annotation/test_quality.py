@@ -11,7 +11,7 @@ from annotation.services import answers_submit, assignment_next
 
 from .conftest import make_annotator, make_campaign, make_images, open_campaign
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hit_engine")]
 
 
 def _work(annotator, campaign, choose, time_ms=2000, rounds=100):

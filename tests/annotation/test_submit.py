@@ -14,7 +14,7 @@ from annotation.services import answers_submit, assignment_next, leases_reclaim
 
 from .conftest import make_annotator, make_campaign, make_images, open_campaign
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hit_engine")]
 
 
 def _hit(client, campaign):

@@ -1,0 +1,107 @@
+"""The hand-written PostgreSQL statements of the HIT engine against the ORM versions they replace:
+majority labels on random data (corrections, blocked annotators, gold questions, stale labels),
+settings parsed from the stored spec, and token authentication."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from annotation import engine_pg
+from annotation.aggregation import labels_recompute
+from annotation.models import AggregatedLabel, Answer, Enrollment, Question
+from annotation.spec_section import annotation_settings
+
+from .conftest import make_annotator, make_campaign, make_images, open_campaign
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _postgresql_only():
+    if connection.vendor != "postgresql":
+        pytest.skip("engine_pg is PostgreSQL's; CI runs it there")
+
+
+def _labels(campaign):
+    return {lab.question_id: (lab.label, lab.votes, lab.answers, lab.tie)
+            for lab in AggregatedLabel.objects.filter(question__campaign=campaign)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("exclude_blocked", [True, False])
+def test_sql_labels_equal_the_orm_labels_on_random_answers(researcher, seed, exclude_blocked):
+    rng = random.Random(seed)
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": 5})
+    make_images(campaign, "explicit", 12)
+    campaign = open_campaign(campaign)
+    questions = list(Question.objects.filter(campaign=campaign).order_by("pk"))
+    gold = questions[0]
+    Question.objects.filter(pk=gold.pk).update(is_gold=True, gold_answer="Yes")
+    annotators = [make_annotator(f"l{seed}-{i}", campaign=campaign)[0] for i in range(6)]
+    Enrollment.objects.filter(campaign=campaign, annotator=annotators[0]).update(status=Enrollment.Status.BLOCKED)
+    now = timezone.now()
+    answers = [Answer(campaign=campaign, question=q, annotator=a, choice=rng.choice(["Yes", "No"]), created_at=now)
+               for q in questions for a in annotators if rng.random() < 0.6]
+    # A question answered only by the blocked annotator, one with no answer at all, one tied.
+    answers = [a for a in answers if a.question_id not in (questions[1].pk, questions[2].pk, questions[3].pk)]
+    answers += [Answer(campaign=campaign, question=questions[1], annotator=annotators[0], choice="Yes", created_at=now),
+                Answer(campaign=campaign, question=questions[3], annotator=annotators[1], choice="Yes", created_at=now),
+                Answer(campaign=campaign, question=questions[3], annotator=annotators[2], choice="No", created_at=now)]
+    Answer.objects.bulk_create(answers)
+    # Corrections: the newest of a chain counts.
+    for original in rng.sample([a for a in answers if a.question_id not in (questions[1].pk, questions[3].pk)], 5):
+        Answer.objects.create(campaign=campaign, question_id=original.question_id, annotator=original.annotator,
+                              choice="No" if original.choice == "Yes" else "Yes", corrects=original,
+                              source="correction")
+    ids = [q.pk for q in questions]
+    # Stale labels that must go (no counted answer any more) or be overwritten.
+    AggregatedLabel.objects.bulk_create([AggregatedLabel(question_id=q, label="Yes", votes={"Yes": 9}, answers=9)
+                                         for q in ids])
+
+    labels_recompute(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=exclude_blocked)
+    expected = _labels(campaign)
+    AggregatedLabel.objects.filter(question__campaign=campaign).update(label="x", votes={}, answers=0, tie=False)
+    AggregatedLabel.objects.get_or_create(question=questions[2], defaults={"label": "Yes", "votes": {}, "answers": 1})
+    written = engine_pg.labels_write(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=exclude_blocked,
+                                     now=timezone.now())
+    got = _labels(campaign)
+    assert got == expected
+    assert written == len(expected)
+    assert gold.pk not in got and questions[2].pk not in got
+    assert (questions[1].pk in got) is (not exclude_blocked)
+    assert got[questions[3].pk] == ("tie", {"Yes": 1, "No": 1}, 2, True)
+
+
+def test_settings_of_equals_annotation_settings(researcher):
+    campaign = make_campaign(researcher, settings=["explicit"],
+                             annotation={"hit_size": 7, "redundancy": 4, "gold_rate": 0.1, "reward": "0.05"})
+    with connection.cursor() as cur:
+        cur.execute("SELECT kind, (spec -> 'annotation')::text FROM campaigns_campaign WHERE id = %s", [campaign.pk])
+        kind, section = cur.fetchone()
+    assert engine_pg.settings_of(kind, section) == annotation_settings(campaign)
+    assert engine_pg.settings_of(kind, None) == annotation_settings(type(campaign)(kind=kind, spec={}))
+
+
+def test_token_authentication_loads_user_and_annotator_in_one_statement(researcher, django_assert_num_queries):
+    campaign = make_campaign(researcher, settings=["explicit"])
+    make_images(campaign, "explicit", 2)
+    open_campaign(campaign)
+    annotator, client = make_annotator("tok", campaign=campaign)
+    with django_assert_num_queries(1):
+        response = client.get("/api/annotators/me/")
+    assert response.status_code == 200, response.content
+    assert response.json() == {"id": annotator.pk, "username": "tok", "mturk_worker_id": None, "prolific_pid": None,
+                               "demographics": {}}
+    from rest_framework.test import APIClient
+
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION="Token " + "0" * 40)
+    bad = stranger.get("/api/annotators/me/")
+    assert bad.status_code == 401 and "Invalid token" in bad.json()["detail"]
+    annotator.user.is_active = False
+    annotator.user.save(update_fields=["is_active"])
+    inactive = client.get("/api/annotators/me/")
+    assert inactive.status_code == 401 and "inactive" in inactive.json()["detail"]
