@@ -23,6 +23,7 @@ import numpy as np
 from campaigns import presets
 from common.errors import ApplicationError
 from metrics.core import aggregation, agreement, gep, pst
+from metrics.core._arrays import index_in
 from metrics.core.uncertainty import cluster_bootstrap_sums, permutation_test_sts
 
 from .extract import CampaignData
@@ -304,10 +305,8 @@ def _gep_columns(genders: np.ndarray, attributes: np.ndarray, present: np.ndarra
                  gender_order: list[str], attribute_order: list[str], images: np.ndarray) -> np.ndarray:
     """Per-image sums of [present, counted] per (gender, attribute) cell, genders 0 and 1 only,
     without the overall pair (dropped below)."""
-    g_index = {g: i for i, g in enumerate(gender_order[:2])}
-    a_index = {a: i for i, a in enumerate(attribute_order)}
-    g = np.array([g_index.get(x, -1) for x in np.unique(genders)])[np.unique(genders, return_inverse=True)[1]]
-    a = np.array([a_index.get(x, -1) for x in np.unique(attributes)])[np.unique(attributes, return_inverse=True)[1]]
+    g = index_in(genders, gender_order[:2])
+    a = index_in(attributes, attribute_order)
     keep = (g >= 0) & (a >= 0)
     cells = g[keep] * len(attribute_order) + a[keep]
     sums = _cluster_cells(images[keep], cells, 2 * len(attribute_order),
