@@ -1,12 +1,13 @@
-"""Benchmark: the full campaign report (agreement, GEP with 1,000 bootstrap draws) and the CSV
-export over 10k / 100k / 1M answers, against a plain COPY of the same answers.
+"""Benchmark: the full campaign report (agreement, STS / GEP with 1,000 bootstrap draws) and the CSV
+export for the papers' campaigns (GEP 2,560 images, PST 920 images, R = 3) and over 10k / 100k / 1M
+answers, against a plain COPY of the same answers.
 
 Loads synthetic campaigns with a bulk loader (PostgreSQL COPY, not the API), then times each size in
 a fresh subprocess so peak memory (max RSS) is that size's own. Needs PostgreSQL: DATABASE_URL
 (default postgres://postgres@127.0.0.1:5432/bench_report; the database is created if missing).
 
-    .venv/bin/python bench/report_scale.py                    # 10k, 100k, 1M answers
-    .venv/bin/python bench/report_scale.py --sizes 3000 --smoke  # seconds (CI smoke test)
+    .venv/bin/python bench/report_scale.py                    # paper-size GEP and PST, then 10k, 100k, 1M answers
+    .venv/bin/python bench/report_scale.py --sizes 3000 --paper paper-pst --smoke  # seconds (CI smoke test)
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _django import ROOT, ensure_database, setup  # noqa: E402
@@ -101,6 +103,71 @@ def load(answers: int, seed: int = 0) -> int:
     return campaign.pk
 
 
+PAPER_SPECS = {
+    # The papers' designs with every default: GEP 32 neutral + 480 explicit prompts x 5 = 2,560 images;
+    # PST occupations 800 single (x3) + 120 paired (x1) = 920 images.
+    "paper-gep": {"kind": "gep", "seed": 1, "design": {"settings": ["neutral", "explicit"]}},
+    "paper-pst": {"kind": "pst", "seed": 1, "design": {"aspect": "occupation", "settings": ["single", "paired"]}},
+}
+
+
+def load_paper(name: str, seed: int = 0) -> int:
+    """A paper-size campaign: images COPYed for every prompt and sample, questions made by the
+    product's own `questions_open`, R = 3 answers per question COPYed (stereotype-leaning choices)."""
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from annotation.models import Annotator
+    from annotation.services import questions_open
+    from campaigns.models import Campaign
+    from campaigns.services import campaign_create
+
+    owner, _ = User.objects.get_or_create(username="bench-owner", defaults={"is_staff": True})
+    existing = Campaign.objects.filter(name=f"bench-{name}", owner=owner).first()
+    if existing and existing.answers.exists():
+        return existing.pk
+    if existing:
+        existing.delete()
+    campaign = campaign_create(owner=owner, spec={"name": f"bench-{name}", **PAPER_SPECS[name],
+                                                  "backend": {"name": "placeholder"}})
+    rng = random.Random(seed)
+    raters = []
+    for i in range(300):
+        user, _ = User.objects.get_or_create(username=f"bench-rater-{i}")
+        raters.append(Annotator.objects.get_or_create(user=user)[0].pk)
+    with connection.cursor() as cur:
+        buf = io.StringIO()
+        for pid, seeds in campaign.prompts.values_list("id", "seeds"):
+            for s, sd in enumerate(seeds):
+                buf.write(f"{campaign.pk}\t{pid}\t{s}\t{sd}\tdone\t\t0\t\t\\N\timages/{pid}-{s}.png\t\t\t\\N\t\\N\t"
+                          f"\tplaceholder\t\t\t{{}}\t\\N\t\tt\tf\t\tnow\tnow\t\\N\n")
+        with cur.connection.cursor().copy(
+                "COPY generation_image (campaign_id, prompt_id, sample_index, seed, status, error, attempts, task_id, "
+                "started_at, file, web_file, sha256, width, height, source_url, backend, model, revision, params, "
+                "wall_time_s, revised_prompt, synthetic, excluded, exclusion_reason, created_at, updated_at, "
+                "finished_at) FROM STDIN") as copy:
+            copy.write(buf.getvalue())
+    campaign.status = Campaign.Status.GENERATED
+    campaign.save(update_fields=["status"])
+    questions_open(campaign=campaign)
+    buf = io.StringIO()
+    for qid, choices, meta in campaign.questions.values_list("id", "choices", "metadata"):
+        if campaign.kind == Campaign.Kind.PST:  # the stereotype's presentation 60% of the time
+            lean = "Masculine" if meta.get("stereotype") == "masculine" else "Feminine"
+            pick = [lean] * 6 + [c for c in choices if c != lean] * 2
+        else:  # an attribute seen more often with its stereotyped gender
+            lean = (meta.get("gender") == "woman") == (meta.get("attribute") in ("dress", "skirt", "makeup"))
+            pick = ["Yes"] * (4 if lean else 1) + ["No"] * 6
+        for rater in rng.sample(raters, 3):
+            buf.write(f"{campaign.pk}\t{qid}\t{rater}\t{rng.choice(pick)}\t{rng.randrange(800, 9000)}\tnow\tweb\n")
+    with connection.cursor() as cur:
+        with cur.connection.cursor().copy("COPY annotation_answer (campaign_id, question_id, annotator_id, choice, "
+                                          "time_ms, created_at, source) FROM STDIN") as copy:
+            copy.write(buf.getvalue())
+        cur.execute("ANALYZE generation_image, annotation_question, annotation_answer")
+    return campaign.pk
+
+
 def measure(campaign_id: int, n_boot: int) -> dict[str, float]:
     """Run in a fresh process: COPY time, report time, CSV time, peak RSS."""
     import pandas  # noqa: F401 - loaded once per worker process (~0.2 s); not part of any one report's time
@@ -132,12 +199,16 @@ def measure(campaign_id: int, n_boot: int) -> dict[str, float]:
             "csv_zip_bytes": len(blob), "peak_rss_mb_report": rss_report / 1024, "rss_mb_start": rss0 / 1024,
             "peak_rss_mb_total": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "ratio_report_to_copy": report_s / copy_s if copy_s else float("nan"),
-            "gep_score": report["gep"]["neutral"]["score"], "alpha": report["agreement"]["overall"]["krippendorff_alpha"]}
+            "kind": campaign.kind, "images": campaign.images.count(),
+            "gep_score": (report.get("gep") or {}).get("neutral", {}).get("score"),
+            "pst_paired": (report.get("pst") or {}).get("paired", {}).get("overall"),
+            "alpha": report["agreement"]["overall"]["krippendorff_alpha"]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="synthetic GEP campaigns (answers)")
+    parser.add_argument("--paper", default="paper-gep,paper-pst", help="paper-size campaigns ('' for none)")
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--smoke", action="store_true", help="small and fast; asserts the output is complete")
     parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)
@@ -153,22 +224,25 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     rows = []
-    for size in [int(s) for s in args.sizes.split(",")]:
+    runs: list[tuple[str, Any]] = [(name, name) for name in args.paper.split(",") if name]
+    runs += [(f"synthetic {size}", int(size)) for size in args.sizes.split(",") if size]
+    for label, what in runs:
         t = time.perf_counter()
-        cid = load(size)
+        cid = load_paper(what) if isinstance(what, str) else load(what)
         load_s = time.perf_counter() - t
         out = subprocess.run([sys.executable, __file__, "--measure", str(cid), "--n-boot", str(args.n_boot)],
                              capture_output=True, text=True, env={**os.environ, "DATABASE_URL": url}, cwd=ROOT,
                              check=True)
         row = json.loads(out.stdout.strip().splitlines()[-1])
         row["load_s"] = load_s
+        row["campaign"] = label
         rows.append(row)
-        print(f"{row['answers']:>9} answers: report {row['report_s']:.2f} s (COPY {row['copy_s']:.2f} s, "
+        print(f"{label:>17}: {row['images']:>6} images {row['answers']:>9} answers: report {row['report_s']:.2f} s (COPY {row['copy_s']:.2f} s, "
               f"x{row['ratio_report_to_copy']:.1f}), CSV zip {row['csv_s']:.2f} s, peak RSS "
               f"{row['peak_rss_mb_report']:.0f} MB (report) / {row['peak_rss_mb_total']:.0f} MB (with CSV), "
               f"load {load_s:.1f} s", flush=True)
     if args.smoke:
-        assert all(r["report_s"] > 0 and r["gep_score"] is not None for r in rows)
+        assert all(r["report_s"] > 0 and (r["gep_score"] is not None or r["pst_paired"] is not None) for r in rows)
     print(json.dumps(rows))
 
 

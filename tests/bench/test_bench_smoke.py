@@ -67,7 +67,11 @@ def test_imports_smoke(bench_database_url: str) -> None:
 
 
 def test_report_scale_smoke(bench_database_url: str) -> None:
-    lines = run("report_scale.py", "--sizes", "3000", "--n-boot", "50", "--smoke", url=bench_database_url,
-                ok_line=False)
-    (row,) = json.loads(lines[-1])
+    lines = run("report_scale.py", "--sizes", "3000", "--paper", "paper-pst", "--n-boot", "50", "--smoke",
+                url=bench_database_url, ok_line=False)
+    pst, row = json.loads(lines[-1])
     assert row["answers"] >= 2800 and row["report_s"] > 0 and row["csv_s"] > 0 and row["peak_rss_mb_report"] > 0
+    assert row["kind"] == "gep" and row["gep_score"] is not None
+    # The paper's PST design: 920 images, R = 3 answers per person, STS computed.
+    assert pst["kind"] == "pst" and pst["images"] == 920 and pst["answers"] == 3 * (120 + 2 * 800)
+    assert pst["pst_paired"] is not None and pst["report_s"] > 0
