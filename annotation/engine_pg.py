@@ -17,6 +17,13 @@ connection). The statements go through Django's cursor wrapper, so errors are Dj
 Set `DATABASE_PREPARED_STATEMENTS=false` behind a pooler that cannot keep prepared statements
 (PgBouncer < 1.21 in transaction mode).
 
+Plans: a prepared statement gets a generic plan after five executions on a connection, made with the
+statistics of that moment. The statements are written so that the plan does not hinge on them where
+it matters (the pool walks its partial index; labels read answers only through the question index;
+live HITs have their own small partial indexes), but a table that grew a lot since its last ANALYZE
+(a fresh database under a burst) can still get a sequential scan for a while: autovacuum's ANALYZE
+invalidates the plan (within a minute of 10% growth). `bench/profile_hit.py` shows each statement's time.
+
 Locking is the ORM version's, statement for statement; the subtle part is READ COMMITTED snapshots:
 a statement that waited for a row lock re-reads only the locked row, not its subqueries. Hence:
   - next: the held-HIT test is repeated inside the pool statement (which starts after the lock is

@@ -1,0 +1,109 @@
+"""Profile the HIT cycle in-process: statements per cycle, CPU per cycle, a cProfile listing and the
+wall time of each of the engine's statements. Through Django's WSGI handler (middleware, DRF, token
+authentication), without gunicorn or a network, on its own PostgreSQL database (`bench_prof`).
+
+    .venv/bin/python bench/profile_hit.py                     # 200 annotators taking turns, 300 cycles
+    .venv/bin/python bench/profile_hit.py --sort tottime --annotators 1 --hit-size 1
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _django import ensure_database, setup  # noqa: E402
+
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_prof"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--annotators", type=int, default=200)
+    parser.add_argument("--cycles", type=int, default=300)
+    parser.add_argument("--hit-size", type=int, default=10)
+    parser.add_argument("--sort", default="cumulative")
+    parser.add_argument("--lines", type=int, default=40)
+    args = parser.parse_args()
+    os.environ.update(BENCH_TRIVIAL_ENDPOINT="1", ALLOWED_HOSTS="127.0.0.1,localhost",
+                      THROTTLE_ANNOTATOR="10000000/minute", THROTTLE_ANON="10000000/minute", CONN_MAX_AGE="600")
+    os.environ.pop("REDIS_URL", None)
+    url = os.environ.get("DATABASE_URL") or DEFAULT_DB
+    ensure_database(url)
+    setup(url)
+    import annotation_load as load
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation import engine_pg
+
+    call_command("migrate", verbosity=0)
+    load.reset()
+    people = load.annotators_create(args.annotators)
+    campaign_id, _ = load.campaign_load(questions=30000, hit_size=args.hit_size, annotator_ids=[p[0] for p in people])
+    tokens = [token for _, token in people]
+    app = WSGIHandler()
+    turn = [0]
+
+    def call(method: str, path: str, body: bytes = b"") -> tuple[str, bytes]:
+        env = {"REQUEST_METHOD": method, "PATH_INFO": path, "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
+               "HTTP_HOST": "127.0.0.1", "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)),
+               "CONTENT_TYPE": "application/json", "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+               "HTTP_AUTHORIZATION": f"Token {tokens[turn[0] % len(tokens)]}", "QUERY_STRING": ""}
+        status: list[str] = []
+        data = b"".join(app(env, lambda s, h, e=None: status.append(s)))
+        return status[0], data
+
+    def cycle() -> None:
+        status, data = call("POST", f"/api/campaigns/{campaign_id}/assignments/")
+        assert status.startswith("201"), (status, data[:300])
+        hit = json.loads(data)
+        answers = [{"question": q["id"], "choice": q["choices"][0], "time_ms": 900} for q in hit["questions"]]
+        status, data = call("POST", f"/api/assignments/{hit['id']}/submit/", json.dumps({"answers": answers}).encode())
+        assert status.startswith("200"), (status, data[:300])
+        turn[0] += 1
+
+    for _ in range(20):  # warm: imports, prepared statements
+        cycle()
+    with CaptureQueriesContext(connection) as ctx:
+        cycle()
+    print(f"statements per cycle: {len(ctx.captured_queries)}")
+    profile = cProfile.Profile(time.process_time)
+    cpu = time.process_time()
+    profile.enable()
+    for _ in range(args.cycles):
+        cycle()
+    profile.disable()
+    print(f"CPU per cycle under the profiler: {(time.process_time() - cpu) / args.cycles * 1000:.2f} ms")
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.lines)
+    print(out.getvalue())
+    run, spent = engine_pg.run, collections.defaultdict(list)
+
+    def timed(sql: str, params: dict) -> list:
+        t = time.perf_counter()
+        try:
+            return run(sql, params)
+        finally:
+            spent[" ".join(sql.split())[:70]].append(time.perf_counter() - t)
+
+    engine_pg.run = timed
+    for _ in range(args.cycles):
+        cycle()
+    engine_pg.run = run
+    print("wall time per engine statement (round trip included):")
+    for sql, times in spent.items():
+        print(f"  {sum(times) / len(times) * 1000:7.3f} ms  x{len(times):<5} {sql}")
+
+
+if __name__ == "__main__":
+    main()
