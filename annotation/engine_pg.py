@@ -22,7 +22,8 @@ statistics of that moment. The statements are written so that the plan does not 
 it matters (the pool walks its partial index; labels read answers only through the question index;
 live HITs have their own small partial indexes), but a table that grew a lot since its last ANALYZE
 (a fresh database under a burst) can still get a sequential scan for a while: autovacuum's ANALYZE
-invalidates the plan (within a minute of 10% growth). `bench/profile_hit.py` shows each statement's time.
+invalidates the plan (within a minute of 10% growth), and a connection's prepared statements go with
+it (`CONN_MAX_AGE`, 60 s by default). `bench/profile_hit.py` shows each statement's time.
 
 Locking is the ORM version's, statement for statement; the subtle part is READ COMMITTED snapshots:
 a statement that waited for a row lock re-reads only the locked row, not its subqueries. Hence:

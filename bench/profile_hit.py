@@ -31,6 +31,7 @@ def main() -> None:
     parser.add_argument("--hit-size", type=int, default=10)
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--lines", type=int, default=40)
+    parser.add_argument("--questions", type=int, default=30000)
     args = parser.parse_args()
     os.environ.update(BENCH_TRIVIAL_ENDPOINT="1", ALLOWED_HOSTS="127.0.0.1,localhost",
                       THROTTLE_ANNOTATOR="10000000/minute", THROTTLE_ANON="10000000/minute", CONN_MAX_AGE="600")
@@ -49,7 +50,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     load.reset()
     people = load.annotators_create(args.annotators)
-    campaign_id, _ = load.campaign_load(questions=30000, hit_size=args.hit_size, annotator_ids=[p[0] for p in people])
+    campaign_id, _ = load.campaign_load(questions=args.questions, hit_size=args.hit_size, annotator_ids=[p[0] for p in people])
     tokens = [token for _, token in people]
     app = WSGIHandler()
     turn = [0]

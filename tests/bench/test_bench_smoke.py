@@ -75,3 +75,13 @@ def test_report_scale_smoke(bench_database_url: str) -> None:
     # The paper's PST design: 920 images, R = 3 answers per person, STS computed.
     assert pst["kind"] == "pst" and pst["images"] == 920 and pst["answers"] == 3 * (120 + 2 * 800)
     assert pst["pst_paired"] is not None and pst["report_s"] > 0
+
+
+def test_profile_hit_smoke(bench_database_url: str) -> None:
+    lines = run("profile_hit.py", "--annotators", "3", "--cycles", "5", "--lines", "3", "--questions", "600",
+                url=bench_database_url, ok_line=False)
+    text = "\n".join(lines)
+    # The SQL engine's cycle: 2 token lookups, 2 x BEGIN/COMMIT, 3 + 3 engine statements.
+    assert "statements per cycle: 12" in text, text[-2000:]
+    timed = [line for line in lines if " ms  x" in line]
+    assert len(timed) == 7, text[-2000:]  # the token lookup and the six engine statements
