@@ -15,6 +15,7 @@ from annotation.models import AggregatedLabel, Answer, Enrollment, Question
 from annotation.spec_section import annotation_settings
 
 from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from .test_assignment import _answer_all
 
 pytestmark = pytest.mark.django_db
 
@@ -105,3 +106,19 @@ def test_token_authentication_loads_user_and_annotator_in_one_statement(research
     annotator.user.save(update_fields=["is_active"])
     inactive = client.get("/api/annotators/me/")
     assert inactive.status_code == 401 and "inactive" in inactive.json()["detail"]
+
+
+def test_hot_statements_are_prepared_on_the_server(gep_campaign, worker):
+    """The SQL engine's statements are server-side prepared (planned once per connection)."""
+    from django.db import connection
+
+    _, client = worker
+    for _ in range(2):
+        hit = client.post(f"/api/campaigns/{gep_campaign.pk}/assignments/").json()
+        assert _answer_all(client, hit).status_code == 200
+    with connection.cursor() as cur:
+        cur.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = " ".join(r[0] for r in cur.fetchall())
+    for marker in ("WITH expired AS", "FOR NO KEY UPDATE OF q SKIP LOCKED", "WITH hit AS",
+                   "FOR NO KEY UPDATE OF a", "WITH answers AS", "WITH given AS", 'FROM "authtoken_token"'):
+        assert marker in prepared, marker

@@ -61,6 +61,8 @@ def test_parallel_snapshot_reads_equal_sequential_reads(researcher: User, spec, 
 @pytest.mark.django_db
 @pytest.mark.parametrize("bad", ["in\ta dress", "in\na dress", "line\rbreak", "tab\tat\tevery\trow"])
 def test_a_tab_or_line_break_in_a_stored_name_falls_back_to_the_cleaned_transfer(researcher: User, bad) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the tab-separated transfer is PostgreSQL's; CI runs it there")
     campaign, questions = campaign_with_questions(researcher, SMALL_GEP)
     answer_all(campaign, questions, gep_label, annotators(3, "tb-"))
     clean = campaign_data(campaign)

@@ -224,6 +224,8 @@ def test_large_reports_are_built_by_a_worker_task(api: APIClient, pst_campaign: 
 
 def test_answers_csv_fast_path_equals_the_portable_one(pst_campaign: Campaign) -> None:
     """PostgreSQL builds answers.csv itself for speed; it must write what the portable path writes."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the fast path is PostgreSQL's; CI runs it there")
     import csv as csv_module
     from datetime import datetime
 
