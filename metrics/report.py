@@ -151,7 +151,9 @@ def agreement_section(data: CampaignData) -> dict[str, Any]:
     counts = data.vote_counts()
     out: dict[str, Any] = {"overall": _agreement(counts), "by_setting": {}}
     for setting in sorted(set(data.q_setting.tolist())):
-        out["by_setting"][setting] = _agreement(counts[data.q_setting == setting])
+        mask = data.q_setting == setting
+        # A campaign of one setting: the same questions as overall, computed once.
+        out["by_setting"][setting] = dict(out["overall"]) if mask.all() else _agreement(counts[mask])
     return out
 
 
