@@ -15,18 +15,19 @@ $BIN/python manage.py demo
 # Queue generation of the demo campaigns (placeholder images) so the worker below produces them
 # while the UI shows progress. Idempotent: a second run queues only what is still pending.
 if [ "${GENERATE:-1}" = 1 ]; then
-  for id in $($BIN/python manage.py shell -c "from campaigns.models import Campaign; print(' '.join(str(c.pk) for c in Campaign.objects.filter(owner__username='researcher', name__startswith='demo-', status__in=['draft', 'generating', 'generated'])))"); do
+  for id in $($BIN/python manage.py shell -v 0 -c "from campaigns.models import Campaign; print(' '.join(str(c.pk) for c in Campaign.objects.filter(owner__username='researcher', name__startswith='demo-', status__in=['draft', 'generating', 'generated'])))"); do
     $BIN/python manage.py campaign generate "$id"
   done
 fi
 
-mkdir -p var/log
-$BIN/celery -A config worker -Q generation,default --concurrency 1 --loglevel INFO >var/log/worker.log 2>&1 &
+LOG_DIR="${VAR_DIR:-var}/log"
+mkdir -p "$LOG_DIR"
+$BIN/celery -A config worker -Q generation,default --concurrency 1 --loglevel INFO >"$LOG_DIR/worker.log" 2>&1 &
 WORKER=$!
 trap 'kill $WORKER 2>/dev/null || true' EXIT INT TERM
 
 echo
 echo "Open http://$HOST:$PORT/ (researcher console and API docs at /api/docs/)."
-echo "Log in with the demo accounts above. Worker log: var/log/worker.log. Ctrl-C stops."
+echo "Log in with the demo accounts above. Worker log: $LOG_DIR/worker.log. Ctrl-C stops."
 echo
 $BIN/python manage.py runserver "$HOST:$PORT" --noreload
