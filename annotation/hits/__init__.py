@@ -63,8 +63,10 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
 
     Rules: every question gets exactly `required` distinct annotators; leases count toward it; an
     annotator never gets a question twice; only families they are qualified for; questions nearest
-    to completion first (`rules.POOL_ORDER`); PST HITs hold whole images; gold questions at
-    `gold_rate`, at random positions (`rules.hit_compose`).
+    to completion first, questions already started before fresh ones (`rules.POOL_ORDER`); PST HITs
+    hold whole images; gold questions take `gold_rate` of the HIT's `hit_size` seats (never more
+    questions than hit_size), drawn in the annotator's own order (`rules.gold_salt`), at random
+    positions (`rules.hit_compose`).
 
     Locking precondition (the whole function is one transaction):
       1. expired leases of the campaign are reclaimed first (SKIP LOCKED on the assignments);

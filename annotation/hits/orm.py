@@ -9,8 +9,9 @@ import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db import IntegrityError, connection
+from django.db.models import CharField, Exists, F, OuterRef, QuerySet, Value
+from django.db.models.functions import MD5, Cast, Collate, Concat
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -50,6 +51,14 @@ def assignment_payload(assignment: Assignment) -> HitPayload:
                              image_url=image_url)
 
 
+def gold_ordered(qs: QuerySet[Question], salt: str) -> QuerySet[Question]:
+    """Gold questions in the annotator's own order (`rules.gold_order_key`: md5 of salt || id, byte order)."""
+    key = MD5(Concat(Value(salt), Cast("id", output_field=CharField())))
+    if connection.vendor == "postgresql":
+        key = Collate(key, "C")
+    return qs.annotate(gold_key=key).order_by("gold_key", "id")
+
+
 def _unseen(annotator: Annotator) -> Exists:
     return Exists(AssignmentItem.objects.filter(question=OuterRef("pk"), annotator=annotator))
 
@@ -78,9 +87,10 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
                       .select_for_update(skip_locked=True, of=("self",), no_key=True), rules.pool_limit(pst=pst, k=k))
     if not rows:
         return None, False
+    salt = rules.gold_salt(campaign_seed=campaign.seed, annotator_id=annotator.pk)
     questions, real_ids = rules.hit_compose(
         rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng,
-        gold=lambda n: candidates(pool.filter(is_gold=True).order_by("?"), n))
+        gold=lambda n: candidates(gold_ordered(pool.filter(is_gold=True), salt), n))
     assignment = Assignment.objects.create(campaign_id=campaign_id, annotator=annotator,
                                            expires_at=now + timedelta(minutes=cfg["lease_minutes"]))
     AssignmentItem.objects.bulk_create([

@@ -80,7 +80,7 @@ WITH expired AS (
     SELECT x.id FROM annotation_assignment x
     WHERE x.campaign_id = %(campaign)s AND x.status = 'active' AND x.expires_at < %(now)s
     FOR NO KEY UPDATE SKIP LOCKED)
-SELECT e.consented_at IS NOT NULL, e.status, e.status_reason, c.status, c.kind, (c.spec -> 'annotation')::text,
+SELECT e.consented_at IS NOT NULL, e.status, e.status_reason, c.status, c.kind, (c.spec -> 'annotation')::text, c.seed,
        ({HELD_HIT} ORDER BY h.created_at DESC LIMIT 1),
        ARRAY(SELECT q.family FROM annotation_qualification q
              WHERE q.campaign_id = %(campaign)s AND NOT EXISTS (
@@ -112,10 +112,11 @@ ORDER BY {rules.pool_order_sql("q")}
 LIMIT %(limit)s
 FOR NO KEY UPDATE OF q SKIP LOCKED"""
 
+# The annotator's own gold order (rules.gold_order_key), the ORM's `gold_ordered`.
 NEXT_GOLD = f"""
 SELECT {_CANDIDATE}
 {_POOL_WHERE}
-ORDER BY random() LIMIT %(limit)s"""
+ORDER BY md5(%(salt)s || q.id::text) COLLATE "C", q.id LIMIT %(limit)s"""
 
 NEXT_WRITE = """
 WITH hit AS (
@@ -140,7 +141,7 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
     state = prepared.run(NEXT_STATE, params)
     if not state:
         enrollment_check(campaign_id=campaign_id, consented=False, status="", reason="")
-    consented, e_status, e_reason, c_status, kind, section, held, unqualified, expired = state[0]
+    consented, e_status, e_reason, c_status, kind, section, seed, held, unqualified, expired = state[0]
     if expired:
         assignments_release(expired, status=Assignment.Status.EXPIRED)
     enrollment_check(campaign_id=campaign_id, consented=consented, status=e_status, reason=e_reason)
@@ -158,7 +159,8 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
         return (assignment_payload(current), False) if current is not None else (None, False)
 
     def gold(n: int) -> list[Candidate]:
-        return [Candidate(*r) for r in prepared.run(NEXT_GOLD, {**params, "gold": True, "limit": n})]
+        salt = rules.gold_salt(campaign_seed=seed, annotator_id=annotator.pk)
+        return [Candidate(*r) for r in prepared.run(NEXT_GOLD, {**params, "gold": True, "limit": n, "salt": salt})]
 
     questions, real_ids = rules.hit_compose(rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng, gold=gold)
     expires = now + timedelta(minutes=cfg["lease_minutes"])

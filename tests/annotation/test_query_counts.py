@@ -88,14 +88,14 @@ def test_next_heartbeat_submit_resend_return(campaign, hit_engine):
 def test_next_with_gold_and_when_nothing_is_left(researcher, hit_engine):
     campaign = make_campaign(researcher, settings=["explicit"],
                              annotation={"hit_size": 2, "redundancy": 1, "gold_rate": 0.5})
-    make_images(campaign, "explicit", 3)
+    make_images(campaign, "explicit", 2)  # one gold, one real: the first HIT takes both
     campaign = open_campaign(campaign)
     gold = Question.objects.filter(campaign=campaign).order_by("pk").first()
     questions_gold_set(campaign=campaign, items=[{"question": gold.pk, "answer": "Yes"}])
     annotator, _ = make_annotator("qg", campaign=campaign)
     with exactly("next_gold", hit_engine):
         hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk, rng=random.Random(3))
-    assert gold.pk in [q["id"] for q in hit["questions"]] and len(hit["questions"]) == 3
+    assert gold.pk in [q["id"] for q in hit["questions"]] and len(hit["questions"]) == 2  # gold inside hit_size
     answers_submit(annotator=annotator, assignment_id=hit["id"], answers=_answers(hit))
     with exactly("next_nothing_left", hit_engine):
         assert assignment_next(annotator=annotator, campaign_id=campaign.pk) == (None, False)
