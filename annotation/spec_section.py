@@ -47,6 +47,8 @@ _NUMBERS: dict[str, tuple[Any, tuple[type, ...], float, float]] = {
     "min_agreement": (0.0, (int, float), 0.0, 1.0),
     "min_agreement_answers": (20, (int,), 1, 100_000),
     "auto_approve_hours": (72, (int, float), 0, 24 * 365),
+    "qualification_attempts_per_address": (10, (int,), 1, 100_000),
+    "qualification_address_hours": (24, (int, float), 1, 24 * 365),
 }
 _KEYS = (*_NUMBERS, "instructions", "consent_text", "questions", "reward", "reward_per", "currency",
          "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy")
