@@ -103,7 +103,10 @@ def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) ->
     otherwise 409. Locks the assignment row first (a concurrent reclaim skips it).
     Statements (held exact by tests/annotation/test_query_counts.py; BEGIN/COMMIT aside): prepared
     SQL 3, ORM 8; a late submission +2 SQL (items read again, re-take), +1 ORM (re-take); a quality
-    threshold set +2 SQL (campaign, stats), +1 ORM (stats); a resend SQL 1, ORM 2.
+    threshold set +2 SQL (campaign, stats), +1 ORM (stats); a resend SQL 1, ORM 2; adaptive
+    redundancy +1 ORM (the counters and votes read back; SQL reads them in the labels statement), and
+    +1 both when some question's `required` grows (`annotation.redundancy`: all its wanted answers in,
+    majority not settled, under `max`: `required + 1` on the rows the counters' UPDATE locked).
     """
     if engine_sql():
         return pg.submit(annotator=annotator, assignment_id=assignment_id, answers=answers)
