@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_get
+from common.clientaddr import client_address
 from common.edge import body_parse
 from common.errors import ApplicationError, NotFoundError
 from common.pagination import PageNumberPagination
@@ -228,7 +229,8 @@ class CampaignQualificationsApi(APIView):
 
 
 class QualificationAttemptApi(APIView):
-    """Take a qualification test: {"answers": [...]} -> {"passed", "correct", "total", "retake_at"}."""
+    """Take a qualification test: {"answers": [...]} -> {"passed", "total", "retake_at", "attempts_left"}
+    (never the number correct); 429 with `errors.address` past the attempts per client address."""
 
     permission_classes = [IsAuthenticated]
     # The service that grades the attempt (crowd's MTurk page swaps in one that also grants on MTurk).
@@ -240,7 +242,8 @@ class QualificationAttemptApi(APIView):
         qualification = selectors.qualification_get(qualification_id=qualification_id)
         selectors.campaign_for_annotator(campaign_id=qualification.campaign_id)
         result = self.attempt_service(qualification=qualification, annotator=annotator,
-                                      answers=body_parse(inputs.QualificationAttemptInput, request)["answers"])
+                                      answers=body_parse(inputs.QualificationAttemptInput, request)["answers"],
+                                      address=client_address(request))
         return Response(result, status=status.HTTP_201_CREATED)
 
 

@@ -15,6 +15,7 @@ Dawid-Skene lives in the metrics layer (annotation must not import metrics).
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -118,6 +119,23 @@ def labels_write(*, campaign_id: int, question_ids: Sequence[int], exclude_block
     rows = prepared.run(LABELS, {"campaign": campaign_id, "questions": list(question_ids),
                                  "exclude_blocked": exclude_blocked, "now": now})
     return int(rows[0][0])
+
+
+# LABELS, answering with what adaptive redundancy decides on: each given question's required and
+# completed counters, its number of choices and its new votes (NULL when no answer counts). The
+# data-modifying CTEs run to completion whatever the final SELECT reads.
+LABELS_COUNTS = LABELS.replace("SELECT count(*) FROM written", """SELECT q.id, q.required, q.completed, jsonb_array_length(q.choices), l.votes
+FROM annotation_question q LEFT JOIN labels l ON l.question_id = q.id
+WHERE q.id = ANY(%(questions)s::bigint[]) ORDER BY q.id""")
+
+
+def labels_write_counts(*, campaign_id: int, question_ids: Sequence[int], exclude_blocked: bool,
+                        now: datetime) -> list[tuple[int, int, int, int, dict[str, int] | None]]:
+    """:func:`labels_write`, returning (id, required, completed, choices, votes) per question (one
+    statement): the adaptive submit's input to `annotation.redundancy.questions_to_grow`."""
+    rows = prepared.run(LABELS_COUNTS, {"campaign": campaign_id, "questions": list(question_ids),
+                                        "exclude_blocked": exclude_blocked, "now": now})
+    return [(r[0], r[1], r[2], r[3], json.loads(r[4]) if isinstance(r[4], str) else r[4]) for r in rows]
 
 
 def label_summary(*, campaign_id: int) -> dict[str, Any]:

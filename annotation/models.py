@@ -211,6 +211,19 @@ class QualificationAttempt(models.Model):
         indexes = [models.Index(fields=["annotator", "qualification", "-created_at"])]
 
 
+class QualificationAddressUse(models.Model):
+    """One graded qualification attempt from a client address, kept to limit attempts per address
+    (`annotation.qualification_attempts_per_address`). The address is an HMAC keyed by SECRET_KEY,
+    never the raw IP."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    address_hmac = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "address_hmac", "created_at"], name="qual_address_use_idx")]
+
+
 class AggregatedLabel(models.Model):
     """The aggregated label of a question (majority vote by default), with its vote counts."""
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from campaigns.spec import Problems, is_missing
 
+from .redundancy import validate_redundancy
+
 PERSON_CHOICES = ["Feminine", "Masculine", "Cannot identify"]
 ATTRIBUTE_CHOICES = ["Yes", "No"]
 
@@ -36,7 +38,6 @@ DEFAULT_CONSENT = (
 
 # key -> (default or None for "depends on kind", allowed types, minimum, maximum)
 _NUMBERS: dict[str, tuple[Any, tuple[type, ...], float, float]] = {
-    "redundancy": (3, (int,), 1, 50),
     "hit_size": (None, (int,), 1, 100),
     "lease_minutes": (30, (int,), 1, 24 * 60),
     "gold_rate": (0.0, (int, float), 0.0, 0.9),
@@ -47,8 +48,10 @@ _NUMBERS: dict[str, tuple[Any, tuple[type, ...], float, float]] = {
     "min_agreement": (0.0, (int, float), 0.0, 1.0),
     "min_agreement_answers": (20, (int,), 1, 100_000),
     "auto_approve_hours": (72, (int, float), 0, 24 * 365),
+    "qualification_attempts_per_address": (10, (int,), 1, 100_000),
+    "qualification_address_hours": (24, (int, float), 1, 24 * 365),
 }
-_KEYS = (*_NUMBERS, "instructions", "consent_text", "questions", "reward", "reward_per", "currency",
+_KEYS = ("redundancy", *_NUMBERS, "instructions", "consent_text", "questions", "reward", "reward_per", "currency",
          "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy")
 
 
@@ -69,7 +72,7 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
     for key in raw:
         if key not in _KEYS:
             p.add(f"annotation.{key}", f"unknown key {key!r} (allowed: {', '.join(_KEYS)})")
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"redundancy": validate_redundancy(raw.get("redundancy"), p)}
     for key, (default, types, lo, hi) in _NUMBERS.items():
         if default is None:
             default = default_hit_size(kind)

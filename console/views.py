@@ -113,6 +113,7 @@ def campaign_detail_view(request: HttpRequest, campaign_id: int) -> HttpResponse
     current = step_keys.index(ctx["step"]["step"])
     return render(request, "console/campaign_detail.html", {
         "campaign": campaign, **ctx, "backend": backend, "nav": "campaigns", "annotation": annotation,
+        "redundancy_adaptive": annotation.get("redundancy") if isinstance(annotation.get("redundancy"), dict) else None,
         "synthetic": backend.get("name") == "placeholder",
         "steps": [{"key": k, "label": label, "state": "done" if i < current else "current" if i == current else "todo"}
                   for i, (k, label) in enumerate(selectors.STEPS)],

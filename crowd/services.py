@@ -163,12 +163,12 @@ def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_
     return payload, created
 
 
-def mturk_qualification_attempt(*, qualification: Qualification, annotator: Annotator, answers: Any
-                                ) -> dict[str, Any]:
+def mturk_qualification_attempt(*, qualification: Qualification, annotator: Annotator, answers: Any,
+                                address: str = "") -> dict[str, Any]:
     """A qualification attempt on our page; a pass also grants the campaign's MTurk qualification
     type (when it was published) after the attempt is committed. A failed grant is logged and
     reported (`mturk_granted: false`), never undoing the pass recorded here."""
-    result = qualification_attempt(qualification=qualification, annotator=annotator, answers=answers)
+    result = qualification_attempt(qualification=qualification, annotator=annotator, answers=answers, address=address)
     result["mturk_granted"] = False
     if result["passed"] and annotator.mturk_worker_id and hasattr(qualification, "mturk_type"):
         try:

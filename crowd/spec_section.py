@@ -82,6 +82,8 @@ def validate_crowd(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[str, 
     out = {"mturk": _block(raw.get("mturk"), MTURK_DEFAULTS, "crowd.mturk", p),
            "prolific": _block(raw.get("prolific"), PROLIFIC_DEFAULTS, "crowd.prolific", p)}
     redundancy = (spec.get("annotation") or {}).get("redundancy", 3) if isinstance(spec.get("annotation"), Mapping) else 3
+    if isinstance(redundancy, Mapping):  # adaptive: a question can reach its max
+        redundancy = redundancy.get("max", 5)
     if isinstance(redundancy, int) and redundancy >= 10 and not out["mturk"]["allow_10_or_more"]:
         p.add("crowd.mturk.allow_10_or_more", "annotation.redundancy is 10 or more: MTurk charges more for HITs with "
                                               "10+ assignments and cannot raise a HIT across 10 later; set true to accept")

@@ -339,3 +339,15 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
     else:
         report["gep"] = gep_section(data, labels, ties, options, seed)
     return report
+
+
+def redundancy_section(campaign: Any) -> dict[str, Any]:
+    """{"redundancy": answers spent vs the fixed-R design} for a campaign with adaptive redundancy
+    (`annotation.selectors.redundancy_spent`), else {} (the report keeps its shape)."""
+    from annotation.redundancy import is_adaptive
+    from annotation.selectors import redundancy_spent
+    from annotation.spec_section import annotation_settings
+
+    if not is_adaptive(annotation_settings(campaign)["redundancy"]):
+        return {}
+    return {"redundancy": redundancy_spent(campaign=campaign)}

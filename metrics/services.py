@@ -20,7 +20,7 @@ from .compare import compare_from_reports, compare_kind
 from .extract import CampaignFacts, campaign_data, campaign_data_version
 from .models import ReportSnapshot
 from .options import ReportOptions
-from .report import report_from_data
+from .report import redundancy_section, report_from_data
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -30,6 +30,7 @@ def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any
     """Build the report now (no cache)."""
     data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
     report = report_from_data(data, options)
+    report.update(redundancy_section(campaign))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
 

@@ -63,8 +63,10 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
 
     Rules: every question gets exactly `required` distinct annotators; leases count toward it; an
     annotator never gets a question twice; only families they are qualified for; questions nearest
-    to completion first (`rules.POOL_ORDER`); PST HITs hold whole images; gold questions at
-    `gold_rate`, at random positions (`rules.hit_compose`).
+    to completion first, questions already started before fresh ones (`rules.POOL_ORDER`); PST HITs
+    hold whole images; gold questions take `gold_rate` of the HIT's `hit_size` seats (never more
+    questions than hit_size), drawn in the annotator's own order (`rules.gold_salt`), at random
+    positions (`rules.hit_compose`).
 
     Locking precondition (the whole function is one transaction):
       1. expired leases of the campaign are reclaimed first (SKIP LOCKED on the assignments);
@@ -101,7 +103,10 @@ def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) ->
     otherwise 409. Locks the assignment row first (a concurrent reclaim skips it).
     Statements (held exact by tests/annotation/test_query_counts.py; BEGIN/COMMIT aside): prepared
     SQL 3, ORM 8; a late submission +2 SQL (items read again, re-take), +1 ORM (re-take); a quality
-    threshold set +2 SQL (campaign, stats), +1 ORM (stats); a resend SQL 1, ORM 2.
+    threshold set +2 SQL (campaign, stats), +1 ORM (stats); a resend SQL 1, ORM 2; adaptive
+    redundancy +1 ORM (the counters and votes read back; SQL reads them in the labels statement), and
+    +1 both when some question's `required` grows (`annotation.redundancy`: all its wanted answers in,
+    majority not settled, under `max`: `required + 1` on the rows the counters' UPDATE locked).
     """
     if engine_sql():
         return pg.submit(annotator=annotator, assignment_id=assignment_id, answers=answers)

@@ -9,8 +9,9 @@ import random
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db import IntegrityError, connection
+from django.db.models import CharField, Exists, F, OuterRef, QuerySet, Value
+from django.db.models.functions import MD5, Cast, Collate, Concat
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -19,6 +20,7 @@ from generation.selectors import image_url
 
 from ..labels import labels_recompute
 from ..models import Annotator, Answer, Assignment, AssignmentItem, Qualification, QualificationAttempt, Question
+from ..redundancy import is_adaptive, questions_to_grow
 from ..services.annotators import enrollment_for_work
 from ..services.leases import assignments_release, leases_reclaim
 from ..services.quality import annotator_quality_check
@@ -50,6 +52,14 @@ def assignment_payload(assignment: Assignment) -> HitPayload:
                              image_url=image_url)
 
 
+def gold_ordered(qs: QuerySet[Question], salt: str) -> QuerySet[Question]:
+    """Gold questions in the annotator's own order (`rules.gold_order_key`: md5 of salt || id, byte order)."""
+    key = MD5(Concat(Value(salt), Cast("id", output_field=CharField())))
+    if connection.vendor == "postgresql":
+        key = Collate(key, "C")
+    return qs.annotate(gold_key=key).order_by("gold_key", "id")
+
+
 def _unseen(annotator: Annotator) -> Exists:
     return Exists(AssignmentItem.objects.filter(question=OuterRef("pk"), annotator=annotator))
 
@@ -78,9 +88,10 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
                       .select_for_update(skip_locked=True, of=("self",), no_key=True), rules.pool_limit(pst=pst, k=k))
     if not rows:
         return None, False
+    salt = rules.gold_salt(campaign_seed=campaign.seed, annotator_id=annotator.pk)
     questions, real_ids = rules.hit_compose(
         rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng,
-        gold=lambda n: candidates(pool.filter(is_gold=True).order_by("?"), n))
+        gold=lambda n: candidates(gold_ordered(pool.filter(is_gold=True), salt), n))
     assignment = Assignment.objects.create(campaign_id=campaign_id, annotator=annotator,
                                            expires_at=now + timedelta(minutes=cfg["lease_minutes"]))
     AssignmentItem.objects.bulk_create([
@@ -99,6 +110,19 @@ def items_of(assignment: Assignment) -> list[Item]:
 def retake(released: Sequence[int]) -> int:
     """Late submission: `assigned + 1` on every released question that still has room; how many."""
     return Question.objects.filter(pk__in=released, assigned__lt=F("required")).update(assigned=F("assigned") + 1)
+
+
+def required_adjust(question_ids: Sequence[int], redundancy: object) -> None:
+    """Adaptive redundancy after a submit's labels: `required + 1` on the touched questions whose
+    majority is not settled (`annotation.redundancy`); the rows are locked by the counters' UPDATE."""
+    if not is_adaptive(redundancy) or not question_ids:
+        return
+    rows = Question.objects.filter(pk__in=question_ids).order_by("pk").values_list(
+        "pk", "required", "completed", "choices", "label__votes")
+    grow = questions_to_grow([(pk, r, c, len(ch), v) for pk, r, c, ch, v in rows], redundancy)  # type: ignore[arg-type]
+    if grow:
+        Question.objects.filter(pk__in=grow, completed__gte=F("required"),
+                                required__lt=redundancy["max"]).update(required=F("required") + 1)  # type: ignore[index]
 
 
 def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool]:
@@ -135,6 +159,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     assignment.reward = rules.reward(cfg, len(parsed))
     assignment.save(update_fields=["status", "submitted_at", "submission_digest", "reward"])
     labels_recompute(campaign_id=campaign.pk, question_ids=real_ids, exclude_blocked=cfg["exclude_flagged_answers"])
+    required_adjust(real_ids, cfg["redundancy"])
     annotator_quality_check(campaign=campaign, annotator=annotator, cfg=cfg)
     return rules.submit_result(id=assignment.pk, status=assignment.status, submitted_at=now,
                                reward=assignment.reward, answers=len(parsed)), False

@@ -47,8 +47,9 @@ from common.errors import NotFoundError
 from generation.selectors import image_url
 
 from .. import prepared
-from ..labels import labels_write
+from ..labels import labels_write, labels_write_counts
 from ..models import Annotator, Assignment
+from ..redundancy import is_adaptive, questions_to_grow
 from ..services.annotators import enrollment_check
 from ..services.leases import assignments_release
 from ..services.quality import annotator_quality_check, quality_checked
@@ -80,7 +81,7 @@ WITH expired AS (
     SELECT x.id FROM annotation_assignment x
     WHERE x.campaign_id = %(campaign)s AND x.status = 'active' AND x.expires_at < %(now)s
     FOR NO KEY UPDATE SKIP LOCKED)
-SELECT e.consented_at IS NOT NULL, e.status, e.status_reason, c.status, c.kind, (c.spec -> 'annotation')::text,
+SELECT e.consented_at IS NOT NULL, e.status, e.status_reason, c.status, c.kind, (c.spec -> 'annotation')::text, c.seed,
        ({HELD_HIT} ORDER BY h.created_at DESC LIMIT 1),
        ARRAY(SELECT q.family FROM annotation_qualification q
              WHERE q.campaign_id = %(campaign)s AND NOT EXISTS (
@@ -112,10 +113,11 @@ ORDER BY {rules.pool_order_sql("q")}
 LIMIT %(limit)s
 FOR NO KEY UPDATE OF q SKIP LOCKED"""
 
+# The annotator's own gold order (rules.gold_order_key), the ORM's `gold_ordered`.
 NEXT_GOLD = f"""
 SELECT {_CANDIDATE}
 {_POOL_WHERE}
-ORDER BY random() LIMIT %(limit)s"""
+ORDER BY md5(%(salt)s || q.id::text) COLLATE "C", q.id LIMIT %(limit)s"""
 
 NEXT_WRITE = """
 WITH hit AS (
@@ -140,7 +142,7 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
     state = prepared.run(NEXT_STATE, params)
     if not state:
         enrollment_check(campaign_id=campaign_id, consented=False, status="", reason="")
-    consented, e_status, e_reason, c_status, kind, section, held, unqualified, expired = state[0]
+    consented, e_status, e_reason, c_status, kind, section, seed, held, unqualified, expired = state[0]
     if expired:
         assignments_release(expired, status=Assignment.Status.EXPIRED)
     enrollment_check(campaign_id=campaign_id, consented=consented, status=e_status, reason=e_reason)
@@ -158,7 +160,8 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
         return (assignment_payload(current), False) if current is not None else (None, False)
 
     def gold(n: int) -> list[Candidate]:
-        return [Candidate(*r) for r in prepared.run(NEXT_GOLD, {**params, "gold": True, "limit": n})]
+        salt = rules.gold_salt(campaign_seed=seed, annotator_id=annotator.pk)
+        return [Candidate(*r) for r in prepared.run(NEXT_GOLD, {**params, "gold": True, "limit": n, "salt": salt})]
 
     questions, real_ids = rules.hit_compose(rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng, gold=gold)
     expires = now + timedelta(minutes=cfg["lease_minutes"])
@@ -206,6 +209,13 @@ WITH taken AS (
 SELECT count(*) FROM taken"""
 
 
+# Adaptive redundancy: one more answer wanted for the questions whose majority is not settled (the
+# rows are locked by SUBMIT_WRITE's counters; the conditions repeat redundancy.required_next's).
+SUBMIT_GROW = """
+UPDATE annotation_question SET required = required + 1
+WHERE id = ANY(%(questions)s::bigint[]) AND completed >= required AND required < %(max)s"""
+
+
 def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool]:
     """`annotation.hits.answers_submit` in three prepared statements (+1 late re-take, +1 when the HIT
     had expired, + the quality check when a threshold is set)."""
@@ -238,8 +248,15 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
             "times": [p.time_ms for p in parsed]})
     except IntegrityError as exc:  # an original answer exists already (e.g. imported): never overwrite
         raise rules.already_answered() from exc
-    labels_write(campaign_id=campaign_id, question_ids=real_ids, exclude_blocked=cfg["exclude_flagged_answers"],
-                 now=now)
+    if is_adaptive(cfg["redundancy"]):
+        rows = labels_write_counts(campaign_id=campaign_id, question_ids=real_ids,
+                                   exclude_blocked=cfg["exclude_flagged_answers"], now=now)
+        grow = questions_to_grow(rows, cfg["redundancy"])
+        if grow:
+            prepared.run(SUBMIT_GROW, {"questions": grow, "max": cfg["redundancy"]["max"]})
+    else:
+        labels_write(campaign_id=campaign_id, question_ids=real_ids, exclude_blocked=cfg["exclude_flagged_answers"],
+                     now=now)
     if quality_checked(cfg):
         annotator_quality_check(campaign=Campaign.objects.get(pk=campaign_id), annotator=annotator, cfg=cfg)
     return rules.submit_result(id=assignment_id, status=Assignment.Status.SUBMITTED, submitted_at=now,

@@ -11,12 +11,11 @@ hand them to these functions and write what they decide, so a rule changes in on
 - a submission: parsing, the resend digest, the checks against the HIT's state, the reward
   (:func:`submit_check`, :func:`reward`).
 
-Where the next steps plug in: gold questions drawn inside `hit_size` (per annotator, shuffled
-positions) change :func:`gold_count` and :func:`pool_limit` (fewer real questions asked of the pool
-when gold takes seats) and nothing in the engines but the numbers they pass; adaptive redundancy
-(questions collect answers until their majority is settled) orders the pool by :data:`POOL_ORDER`
-("finish what is open" first) and widens the `assigned < required` predicate, with the settling
-rule next to the majority rule in `annotation/labels.py`.
+Gold questions sit inside `hit_size` (:func:`hit_compose`), drawn per annotator in a fixed order of
+their own (:func:`gold_salt`), at random positions. Adaptive redundancy (`annotation/redundancy.py`)
+keeps the `assigned < required` predicate: `required` grows by one at submit while a question's
+majority is not settled, and :data:`POOL_ORDER` hands out questions already started first
+("finish what is open").
 """
 from __future__ import annotations
 
@@ -144,33 +143,60 @@ def whole_images(rows: Sequence[Candidate], *, k: int) -> list[Candidate]:
     return kept
 
 
-def gold_count(*, real: int, gold_rate: float, rng: random.Random) -> int:
-    """How many gold questions join `real` ones: `gold_rate` of the whole HIT in expectation (the
-    fraction rounded up with the probability of its remainder). Draws from `rng` only when gold is on."""
-    if gold_rate <= 0:
+def gold_count(*, k: int, gold_rate: float, rng: random.Random) -> int:
+    """How many of a HIT's `k` seats go to gold questions: `gold_rate` of the HIT in expectation (k *
+    gold_rate rounded up with the probability of its remainder), at most k - 1 (a HIT always asks at
+    least one real question, so hit_size 1 has no gold). Draws from `rng` only when gold is on."""
+    if gold_rate <= 0 or k < 2:
         return 0
-    expected = real * gold_rate / (1 - gold_rate)
-    return int(expected) + (1 if rng.random() < expected - int(expected) else 0)
+    expected = k * gold_rate
+    n = int(expected) + (1 if rng.random() < expected - int(expected) else 0)
+    return min(n, k - 1)
 
 
-def gold_insert(rows: list[Candidate], gold: Iterable[Candidate], *, rng: random.Random) -> list[Candidate]:
-    """Gold questions at random positions, indistinguishable in the payload (silent)."""
+def gold_salt(*, campaign_seed: int, annotator_id: int) -> str:
+    """The prefix of an annotator's gold order: gold questions are drawn in the order of
+    md5(salt || question id), a different, fixed order per annotator and campaign, so two accounts do
+    not meet the same gold questions first (and one account never sees the same one twice)."""
+    return f"gold:{campaign_seed}:{annotator_id}:"
+
+
+def gold_order_key(salt: str, question_id: int) -> str:
+    """:func:`gold_salt`'s order key of a question (what both engines sort by, in SQL)."""
+    return hashlib.md5(f"{salt}{question_id}".encode()).hexdigest()  # noqa: S324 - an order, not a secret
+
+
+def _boundaries(rows: Sequence[Candidate], *, pst: bool) -> list[int]:
+    """Where a gold question may go: anywhere (GEP), between images (PST keeps a pair together)."""
+    return [i for i in range(len(rows) + 1)
+            if not pst or i in (0, len(rows)) or rows[i - 1].image_id != rows[i].image_id]
+
+
+def gold_insert(rows: list[Candidate], gold: Iterable[Candidate], *, rng: random.Random,
+                pst: bool = False) -> list[Candidate]:
+    """Gold questions at random positions (drawn from `rng`, one per HIT), indistinguishable in the
+    payload (silent)."""
     out = list(rows)
     for g in gold:
-        out.insert(rng.randrange(len(out) + 1), g)
+        out.insert(rng.choice(_boundaries(out, pst=pst)), g)
     return out
 
 
 def hit_compose(rows: Sequence[Candidate], *, pst: bool, k: int, gold_rate: float, rng: random.Random,
                 gold: GoldDraw) -> tuple[list[Candidate], list[int]]:
-    """The HIT's questions in order, from the locked pool rows: PST images whole, gold questions mixed
-    in at random positions (`gold(n)` draws n from the annotator's gold pool). Returns (questions,
-    ids of the non-gold questions, whose counters the engine increments)."""
-    chosen = whole_images(rows, k=k) if pst else list(rows)
+    """The HIT's questions in order, from the locked pool rows: gold questions take seats INSIDE the
+    HIT's `k` (a HIT never has more than `k` questions, GEP, or `k` images, PST), drawn with `gold(n)`
+    from the annotator's own gold order (fewer when they have seen them all), real questions in the
+    remaining seats (PST images whole), gold
+    at random positions. Returns (questions, ids of the non-gold questions, whose counters the engine
+    increments)."""
+    n_gold = gold_count(k=k, gold_rate=gold_rate, rng=rng)
+    drawn = gold(n_gold) if n_gold else []
+    seats = k - len(drawn)
+    chosen = whole_images(rows, k=seats) if pst else list(rows)[:seats]
     real_ids = [r.id for r in chosen]
-    n_gold = gold_count(real=len(chosen), gold_rate=gold_rate, rng=rng)
-    if n_gold:
-        chosen = gold_insert(chosen, gold(n_gold), rng=rng)
+    if drawn:
+        chosen = gold_insert(chosen, drawn, rng=rng, pst=pst)
     return chosen, real_ids
 
 

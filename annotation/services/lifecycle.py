@@ -16,6 +16,7 @@ from common.errors import ApplicationError, ConflictError
 from generation.models import Image
 
 from ..models import AggregatedLabel, Question
+from ..redundancy import initial_required
 from ..selectors import questions_filter
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
 
@@ -45,7 +46,7 @@ def _questions_for_image(campaign: Campaign, image: Image, cfg: Mapping[str, Any
             out.append(Question(
                 campaign=campaign, image=image, slot=slot, family=PERSON_FAMILY, setting=prompt.setting,
                 text=template.format(identity=person["identity"], phrase=""), choices=list(PERSON_CHOICES),
-                metadata={**base, **_person_metadata(person)}, required=cfg["redundancy"], order_key=order_key))
+                metadata={**base, **_person_metadata(person)}, required=initial_required(cfg["redundancy"]), order_key=order_key))
         return out
     meta = prompt.metadata
     names = [meta["attribute"]] if meta.get("attribute") else list(phrases)
@@ -55,7 +56,7 @@ def _questions_for_image(campaign: Campaign, image: Image, cfg: Mapping[str, Any
             text=cfg["questions"]["attribute"].format(phrase=phrases.get(name, name), identity=""),
             choices=list(ATTRIBUTE_CHOICES),
             metadata={**base, "gender": meta.get("gender"), "attribute": name, "context": meta.get("context")},
-            required=cfg["redundancy"],
+            required=initial_required(cfg["redundancy"]),
             order_key=derive_seed(campaign.seed, "order", prompt.key, image.sample_index, name)))
     return out
 

@@ -1,11 +1,21 @@
 """Qualification tests: one per question family; an annotator gets a family's questions only after
-passing its test (graded here, with attempts and a retake delay)."""
+passing its test (graded here, with attempts and a retake delay).
+
+An attempt's answer is pass/fail, the number of items, the retake time and the attempts left: never
+the number correct (flipping one answer per throw-away account would reveal the key one item at a
+time). Retakes are limited per annotator (the test's `max_attempts`, `retake_after_minutes`) and per
+client address: at most `annotation.qualification_attempts_per_address` graded attempts in the
+campaign from one address within `annotation.qualification_address_hours` (429, `errors.address`).
+Addresses are stored as an HMAC (keyed by SECRET_KEY), never raw (QualificationAddressUse)."""
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -13,7 +23,7 @@ from campaigns.models import Campaign
 from common.errors import ApplicationError, ConflictError
 from generation.models import Image
 
-from ..models import Annotator, Qualification, QualificationAttempt, QualificationItem
+from ..models import Annotator, Qualification, QualificationAddressUse, QualificationAttempt, QualificationItem
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
 from .annotators import enrollment_for_work
 from .lifecycle import attribute_phrases, campaign_families
@@ -112,11 +122,36 @@ def _attempt_answers(answers: Any, items: list[QualificationItem]) -> list[str]:
     return [str(c) for c in ordered]
 
 
+def address_digest(address: str) -> str:
+    """The stored form of a client address: HMAC-SHA256 keyed by SECRET_KEY (counts without keeping IPs)."""
+    return hmac.new(settings.SECRET_KEY.encode(), (address or "").encode(), hashlib.sha256).hexdigest()
+
+
+def _address_check(*, qualification: Qualification, address: str, now: datetime) -> str:
+    """429 when the address used up the campaign's qualification attempts in the window; its digest."""
+    cfg = annotation_settings(qualification.campaign)
+    limit, hours = cfg["qualification_attempts_per_address"], cfg["qualification_address_hours"]
+    digest = address_digest(address)
+    used = QualificationAddressUse.objects.filter(campaign_id=qualification.campaign_id, address_hmac=digest,
+                                                  created_at__gt=now - timedelta(hours=hours)).count()
+    if used >= limit:
+        raise ApplicationError(
+            f"Too many qualification attempts from your network address ({limit} in {hours} hours); try later.",
+            errors={"address": [f"{used} of {limit} attempts in {hours} hours used"]}, status_code=429)
+    return digest
+
+
 @transaction.atomic
-def qualification_attempt(*, qualification: Qualification, annotator: Annotator, answers: Any) -> dict[str, Any]:
-    """Grade one attempt. Refused (409) once passed, after `max_attempts`, or before the retake delay."""
+def qualification_attempt(*, qualification: Qualification, annotator: Annotator, answers: Any,
+                          address: str = "") -> dict[str, Any]:
+    """Grade one attempt: {"passed", "total", "retake_at", "attempts_left"} (never the number correct).
+    Refused (409) once passed, after `max_attempts`, or before the retake delay; 429 when the client
+    `address` has used up the campaign's attempts per address."""
     # Consented and active, and the enrollment locked: one annotator's attempts are serialised.
     enrollment_for_work(annotator=annotator, campaign_id=qualification.campaign_id, lock=True)
+    # The test's row locked: attempts of different annotators from one address are counted in turn.
+    qualification = (Qualification.objects.select_for_update(no_key=True).select_related("campaign")
+                     .get(pk=qualification.pk))
     now = timezone.now()
     previous = list(QualificationAttempt.objects.filter(qualification=qualification, annotator=annotator)
                     .order_by("-created_at"))
@@ -130,6 +165,7 @@ def qualification_attempt(*, qualification: Qualification, annotator: Annotator,
         wait_until = previous[0].created_at + delay
         raise ConflictError(f"You can retake this test at {wait_until.isoformat()}.",
                             errors={"retake_at": [wait_until.isoformat()]})
+    digest = _address_check(qualification=qualification, address=address, now=now)
     items = list(qualification.items.order_by("position", "pk"))
     choices = _attempt_answers(answers, items)
     correct = sum(1 for choice, item in zip(choices, items, strict=True) if choice == item.correct)
@@ -137,10 +173,10 @@ def qualification_attempt(*, qualification: Qualification, annotator: Annotator,
     passed = total > 0 and correct / total >= qualification.pass_fraction - 1e-9
     attempt = QualificationAttempt.objects.create(qualification=qualification, annotator=annotator,
                                                   answers=choices, correct=correct, total=total, passed=passed)
+    QualificationAddressUse.objects.create(campaign_id=qualification.campaign_id, address_hmac=digest, created_at=now)
     used = len(previous) + 1
     retake_at: datetime | None = None
     if not passed and used < qualification.max_attempts:
         retake_at = attempt.created_at + delay
-    return {"passed": passed, "correct": correct, "total": total,
-            "retake_at": retake_at.isoformat() if retake_at else None,
+    return {"passed": passed, "total": total, "retake_at": retake_at.isoformat() if retake_at else None,
             "attempts_left": 0 if passed else qualification.max_attempts - used}

@@ -307,7 +307,8 @@
   function showQualificationResult(r) {
     var result = $("qual-result");
     clear(result);
-    var score = (r.correct !== undefined && r.total !== undefined) ? " You answered " + r.correct + " of " + r.total + " correctly." : "";
+    // The result is pass/fail only (never how many were right: that would give the key away).
+    var score = "";
     var heading, para, button = null;
     if (r.passed) {
       heading = el("h2", { tabindex: "-1", "class": "result-pass" }, "Passed");

@@ -205,7 +205,9 @@ document.addEventListener("DOMContentLoaded", function () {
     clearFieldErrors();
     $("preview-errors").hidden = true;
     const d = r.data, spec = d.spec, ann = spec.annotation || {};
-    const R = Number(ann.redundancy || 1), reward = Number(ann.reward || 0), per = ann.reward_per || "hit";
+    // annotation.redundancy: a fixed R, or the adaptive object {min, max, ...}: its max bounds the cost.
+    const red = ann.redundancy, adaptive = red !== null && typeof red === "object";
+    const R = adaptive ? Number(red.max || 1) : Number(red || 1), reward = Number(ann.reward || 0), per = ann.reward_per || "hit";
     const hit = Number(ann.hit_size || 1);
     let questions = 0, units = 0;
     const tbody = $("pv-settings").querySelector("tbody");
@@ -229,9 +231,9 @@ document.addEventListener("DOMContentLoaded", function () {
     $("pv-questions").textContent = questions.toLocaleString("en-US");
     $("pv-answers").textContent = answers.toLocaleString("en-US");
     $("pv-cost").textContent = cost.toFixed(2) + " " + (ann.currency || "USD");
-    $("pv-cost-note").textContent = per === "question"
+    $("pv-cost-note").textContent = (adaptive ? "upper bound (adaptive redundancy, " + red.min + " to " + red.max + " answers per question): " : "") + (per === "question"
       ? "answers × reward (" + answers + " × " + reward.toFixed(2) + ")"
-      : "HITs × reward: " + Math.ceil(units * R / hit) + " HITs of " + hit + (spec.kind === "pst" ? " images" : " questions") + " × " + reward.toFixed(2);
+      : "HITs × reward: " + Math.ceil(units * R / hit) + " HITs of " + hit + (spec.kind === "pst" ? " images" : " questions") + " × " + reward.toFixed(2));
     const ex = $("pv-examples");
     ex.replaceChildren();
     d.examples.forEach(function (e) {

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from django.db import connection, connections
+from django.db.models import F
 
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import AggregatedLabel, Answer, Assignment, AssignmentItem, Question
@@ -116,3 +118,72 @@ def test_one_annotator_asking_from_many_tabs_at_once_gets_one_hit(researcher, en
     assert sum(created for _, created in results) == 1
     assert Assignment.objects.filter(annotator=annotator).count() == 1
     assert AssignmentItem.objects.filter(annotator=annotator).count() == 2
+
+
+def test_fifty_annotators_on_an_adaptive_campaign_never_over_assign(researcher, engine):
+    """Adaptive redundancy under concurrency: `required` grows at submit while other annotators take
+    and submit the same questions; no question ever has more answers than its `required`, nor more
+    than `max`, and every question ends settled or at `max`."""
+    from annotation.redundancy import settled
+
+    cfg = {"min": 2, "max": 5, "rule": "confidence", "threshold": 0.75, "prior": 1.0}
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": cfg, "hit_size": 2})
+    make_images(campaign, "explicit", 30)
+    open_campaign(campaign)
+    annotators = []
+    for i in range(50):
+        annotator, _ = annotator_create(username=f"ad-{i}", password="Concurrent-pass-77", consent=True)
+        enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
+        annotators.append(annotator)
+    barrier = threading.Barrier(50)
+    errors: list[BaseException] = []
+
+    def work(annotator):
+        try:
+            rng = random.Random(annotator.pk)
+            barrier.wait()
+            last_try = False
+            while True:
+                hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk)
+                if hit is None:
+                    # Nothing for me now; a question can reopen while answers are in flight (its
+                    # `required` grows at their submit). Leave once nothing is in flight and a last
+                    # request after that still finds nothing (growth happens only at submit).
+                    if Question.objects.filter(campaign=campaign, assigned__gt=F("completed")).exists():
+                        last_try = False
+                        time.sleep(0.05)
+                        continue
+                    if last_try:
+                        break
+                    last_try = True
+                    continue
+                last_try = False
+                assert 1 <= len(hit["questions"]) <= 2
+                # A crowd that agrees on most questions: Yes 80% of the time.
+                answers_submit(annotator=annotator, assignment_id=hit["id"], answers=[
+                    {"question": q["id"], "choice": "Yes" if rng.random() < 0.8 else "No", "time_ms": 500}
+                    for q in hit["questions"]])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert not errors, errors[:3]
+    assert not any(t.is_alive() for t in threads)
+    answers = Counter(Answer.objects.filter(campaign=campaign).values_list("question_id", flat=True))
+    labels = {lab.question_id: lab for lab in AggregatedLabel.objects.filter(question__campaign=campaign)}
+    requireds: Counter[int] = Counter()
+    for q in Question.objects.filter(campaign=campaign):
+        assert answers[q.pk] <= q.required <= 5, (q.pk, answers[q.pk], q.required)
+        assert q.assigned == q.completed == answers[q.pk] == q.required, (q.pk, q.assigned, q.completed, q.required)
+        annotators_of_q = list(AssignmentItem.objects.filter(question=q).values_list("annotator_id", flat=True))
+        assert len(annotators_of_q) == len(set(annotators_of_q)) == q.required
+        assert labels[q.pk].answers == q.required and sum(labels[q.pk].votes.values()) == q.required
+        assert settled(labels[q.pk].votes, 2, cfg)
+        requireds[q.required] += 1
+    assert requireds[2] > 0 and sum(n for r, n in requireds.items() if r > 2) > 0, requireds  # both paths taken

@@ -37,14 +37,42 @@ def test_pst_hits_keep_whole_images_in_reading_order():
 def test_gold_count_and_positions():
     rng = random.Random(7)
     state = rng.getstate()
-    assert rules.gold_count(real=5, gold_rate=0.0, rng=rng) == 0 and rng.getstate() == state  # no draw when off
-    assert rules.gold_count(real=3, gold_rate=0.25, rng=rng) == 1  # expectation exactly 1
-    draws = [rules.gold_count(real=2, gold_rate=0.2, rng=rng) for _ in range(4000)]  # expectation 0.5
+    assert rules.gold_count(k=5, gold_rate=0.0, rng=rng) == 0 and rng.getstate() == state  # no draw when off
+    assert rules.gold_count(k=1, gold_rate=0.5, rng=rng) == 0 and rng.getstate() == state  # one seat: a real one
+    assert rules.gold_count(k=4, gold_rate=0.25, rng=rng) == 1  # expectation exactly 1
+    assert rules.gold_count(k=3, gold_rate=0.9, rng=rng) == 2  # at most k - 1
+    draws = [rules.gold_count(k=2, gold_rate=0.25, rng=rng) for _ in range(4000)]  # expectation 0.5
     assert set(draws) == {0, 1} and 0.45 < sum(draws) / len(draws) < 0.55
-    rows, real = rules.hit_compose([_c(1, 1), _c(2, 2), _c(3, 3)], pst=False, k=3, gold_rate=0.5,
+    pool = [_c(i, i) for i in range(1, 7)]
+    rows, real = rules.hit_compose(pool, pst=False, k=4, gold_rate=0.5,
                                    rng=random.Random(1), gold=lambda n: [_c(100 + i, 50 + i) for i in range(n)])
-    assert real == [1, 2, 3] and sorted(r.id for r in rows) == [1, 2, 3, 100, 101, 102]
-    assert [r.id for r in rows if r.id < 100] == [1, 2, 3]  # the real ones keep their order
+    # Gold takes seats inside the HIT: 2 of 4, the real ones the first 2 of the pool, in their order.
+    assert len(rows) == 4 and real == [1, 2] and sorted(r.id for r in rows) == [1, 2, 100, 101]
+    assert [r.id for r in rows if r.id < 100] == [1, 2]
+    # Fewer gold left for this annotator: real questions fill the seats.
+    rows, real = rules.hit_compose(pool, pst=False, k=4, gold_rate=0.5, rng=random.Random(1),
+                                   gold=lambda n: [_c(100, 50)])
+    assert len(rows) == 4 and real == [1, 2, 3]
+    # Positions differ between HITs (seeded per HIT).
+    positions = {tuple(r.id >= 100 for r in rules.hit_compose(pool, pst=False, k=4, gold_rate=0.5, rng=random.Random(s),
+                                                             gold=lambda n: [_c(100 + i, 50 + i) for i in range(n)])[0])
+                 for s in range(30)}
+    assert len(positions) > 3
+    # PST: gold goes between images, never between the two persons of a paired image.
+    pst_rows = [_c(1, 10, "left"), _c(2, 10, "right"), _c(3, 11, "single"), _c(4, 12, "left"), _c(5, 12, "right")]
+    for seed in range(30):
+        rows, real = rules.hit_compose(pst_rows, pst=True, k=3, gold_rate=0.4, rng=random.Random(seed),
+                                       gold=lambda n: [_c(100 + i, 50 + i) for i in range(n)])
+        ids = [r.id for r in rows]
+        assert abs(ids.index(1) - ids.index(2)) == 1
+        assert len({r.image_id for r in rows}) <= 3
+
+
+def test_gold_order_is_per_annotator():
+    salts = [rules.gold_salt(campaign_seed=42, annotator_id=a) for a in (1, 2)]
+    orders = [sorted(range(1, 21), key=lambda q, s=s: rules.gold_order_key(s, q)) for s in salts]
+    assert orders[0] != orders[1] and sorted(orders[0]) == list(range(1, 21))
+    assert rules.gold_order_key(salts[0], 5) == rules.gold_order_key(salts[0], 5)
 
 
 def test_payload_shows_only_what_an_annotator_may_see():

@@ -41,24 +41,24 @@ def test_gold_is_mixed_in_silently_and_not_aggregated(gold_campaign):
     annotator, _ = make_annotator("gina", campaign=campaign)
     hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk, rng=random.Random(3))
     ids = [q["id"] for q in hit["questions"]]
-    assert len(ids) == 8 and len(set(ids) & gold_ids) == 4  # rate 0.5: 4 real + 4 gold
+    assert len(ids) == 4 and len(set(ids) & gold_ids) == 2  # rate 0.5 inside hit_size: 2 real + 2 gold
     assert all(set(q) == {"id", "image_url", "text", "choices"} for q in hit["questions"])
     answers_submit(annotator=annotator, assignment_id=hit["id"],
                    answers=[{"question": i, "choice": "Yes", "time_ms": 1000} for i in ids])
     assert not AggregatedLabel.objects.filter(question_id__in=gold_ids).exists()
-    assert AggregatedLabel.objects.filter(question__campaign=campaign).count() == 4
+    assert AggregatedLabel.objects.filter(question__campaign=campaign).count() == 2
     # Gold counters are never touched (hot rows); real ones are.
     assert set(Question.objects.filter(pk__in=gold_ids).values_list("assigned", "completed")) == {(0, 0)}
     # Gold questions are shown to an annotator once only.
     hit2, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk, rng=random.Random(3))
-    assert not set(q["id"] for q in hit2["questions"]) & gold_ids
+    assert not set(q["id"] for q in hit2["questions"]) & set(ids)
 
 
 def test_low_gold_accuracy_blocks_and_excludes_answers(gold_campaign, api):
     campaign, gold_ids = gold_campaign
     good, _ = make_annotator("good", campaign=campaign)
     bad, _ = make_annotator("bad", campaign=campaign)
-    _work(bad, campaign, lambda q: "No", rounds=1)   # all gold wrong -> blocked after this HIT
+    _work(bad, campaign, lambda q: "No", rounds=2)   # all gold wrong (2 per HIT) -> blocked after 3 gold
     enrollment = Enrollment.objects.get(annotator=bad)
     assert enrollment.status == "blocked" and "gold accuracy" in enrollment.status_reason
     answered = set(AssignmentItem.objects.filter(annotator=bad).values_list("question_id", flat=True)) - gold_ids

@@ -35,6 +35,8 @@ COUNTS = {
     "submit_resent": (1, 2),        # the same answers again: read and answered from the stored HIT
     "submit_late": (5, 9),          # + items read again (HIT expired) + the re-take of the released questions
     "submit_quality": (5, 9),       # + the annotator's stats (+ the campaign row for SQL)
+    "submit_adaptive": (3, 9),      # adaptive redundancy, nothing grows: + the counters read back (ORM; SQL: in labels)
+    "submit_adaptive_grow": (4, 10),  # ... and one UPDATE required = required + 1 for the unsettled
     "heartbeat": (2, 2),
     "return": (5, 5),
 }
@@ -87,14 +89,14 @@ def test_next_heartbeat_submit_resend_return(campaign, hit_engine):
 def test_next_with_gold_and_when_nothing_is_left(researcher, hit_engine):
     campaign = make_campaign(researcher, settings=["explicit"],
                              annotation={"hit_size": 2, "redundancy": 1, "gold_rate": 0.5})
-    make_images(campaign, "explicit", 3)
+    make_images(campaign, "explicit", 2)  # one gold, one real: the first HIT takes both
     campaign = open_campaign(campaign)
     gold = Question.objects.filter(campaign=campaign).order_by("pk").first()
     questions_gold_set(campaign=campaign, items=[{"question": gold.pk, "answer": "Yes"}])
     annotator, _ = make_annotator("qg", campaign=campaign)
     with exactly("next_gold", hit_engine):
         hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk, rng=random.Random(3))
-    assert gold.pk in [q["id"] for q in hit["questions"]] and len(hit["questions"]) == 3
+    assert gold.pk in [q["id"] for q in hit["questions"]] and len(hit["questions"]) == 2  # gold inside hit_size
     answers_submit(annotator=annotator, assignment_id=hit["id"], answers=_answers(hit))
     with exactly("next_nothing_left", hit_engine):
         assert assignment_next(annotator=annotator, campaign_id=campaign.pk) == (None, False)
@@ -153,3 +155,20 @@ def test_a_token_authenticated_request_is_one_statement(campaign, hit_engine, to
             beat = client.post(f"/api/assignments/{nxt.json()['id']}/heartbeat/")
         assert beat.status_code == 200
         assert len(_statements(ctx)) == 2 + COUNTS["next"][0 if hit_engine == "sql" else 1] + COUNTS["heartbeat"][0]
+
+
+def test_submit_with_adaptive_redundancy(researcher, hit_engine):
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={
+        "hit_size": 2, "redundancy": {"min": 2, "max": 3, "threshold": 0.75}})
+    make_images(campaign, "explicit", 4)
+    campaign = open_campaign(campaign)
+    annotator, _ = make_annotator("qa1", campaign=campaign)
+    hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk)
+    with exactly("submit_adaptive", hit_engine):  # one answer of two wanted: nothing grows
+        answers_submit(annotator=annotator, assignment_id=hit["id"], answers=_answers(hit))
+    other, _ = make_annotator("qa2", campaign=campaign)
+    hit, _ = assignment_next(annotator=other, campaign_id=campaign.pk)  # the same two (started first)
+    with exactly("submit_adaptive_grow", hit_engine):  # Yes + No: a tie, one more wanted
+        answers_submit(annotator=other, assignment_id=hit["id"], answers=[
+            {"question": q["id"], "choice": q["choices"][1], "time_ms": 900} for q in hit["questions"]])
+    assert sorted(Question.objects.filter(campaign=campaign).values_list("required", flat=True)) == [2, 2, 3, 3]

@@ -249,3 +249,36 @@ def test_pst_scenario_gives_identical_answers_and_state(researcher):
     images = Question.objects.in_bulk([q["id"] for h in hits for q in h["questions"]])
     paired = [h for h in hits if len({images[q["id"]].image_id for q in h["questions"]}) < len(h["questions"])]
     assert paired  # whole paired images came out, persons side by side
+
+
+def test_adaptive_redundancy_scenario_gives_identical_answers_and_state(researcher):
+    """Adaptive redundancy: `required` grows at submit where the majority is unsettled, identically
+    in both engines (labels, counters and the order questions are handed out in)."""
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={
+        "hit_size": 2, "redundancy": {"min": 2, "max": 4, "threshold": 0.75}, "gold_rate": 0.25})
+    make_images(campaign, "explicit", 8)
+    campaign = open_campaign(campaign)
+    questions = list(Question.objects.filter(campaign=campaign).order_by("pk"))
+    questions_gold_set(campaign=campaign, items=[{"question": questions[0].pk, "answer": "Yes"}])
+    people = [make_annotator(n, campaign=campaign)[0] for n in ("ada", "ben", "cal", "dot", "eli", "fox")]
+
+    def scenario(r: Recorder) -> list[Campaign]:
+        done: set[int] = set()
+        while len(done) < len(people):
+            for salt, who in enumerate(people):
+                if who.pk in done:
+                    continue
+                hit = r.next(who, campaign)
+                if hit is None:
+                    done.add(who.pk)
+                else:
+                    # ada and ben agree on everything; the others split on some questions.
+                    r.submit(who, hit["id"], answers_for(hit, salt=0 if salt < 2 else salt))
+        return [campaign]
+
+    runs = both_engines(scenario)
+    assert_same(runs)
+    final = runs["orm"]["state"]["questions"]
+    real = [(required, assigned, completed) for _, assigned, completed, required, gold in final if not gold]
+    assert all(2 <= required <= 4 and assigned == completed == required for required, assigned, completed in real)
+    assert {required for required, _, _ in real} >= {2, 3} or {required for required, _, _ in real} >= {2, 4}

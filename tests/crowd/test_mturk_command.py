@@ -148,3 +148,23 @@ def test_import_api(small: Campaign, researcher: User) -> None:  # noqa: F811
     again = api.post(url, {"file": SimpleUploadedFile("g.csv", _csv(GOOD)), "mapping": json.dumps(MAPPING)},
                      format="multipart")
     assert again.status_code == 400 and "already imported" in again.json()["detail"]
+
+
+def test_publish_an_adaptive_campaign_uses_its_max(researcher: User, stubbed: Any) -> None:
+    """annotation.redundancy as the adaptive object: MaxAssignments is its `max` (a TypeError before)."""
+    from tests.annotation.conftest import make_campaign, make_images, open_campaign
+
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={
+        "hit_size": 2, "reward": "0.10", "redundancy": {"min": 2, "max": 4}})
+    make_images(campaign, "explicit", 2)
+    open_campaign(campaign)
+    _client, stub, _asked = stubbed
+    stub.add_response("create_hit", {"HIT": {"HITId": "HITA", "HITTypeId": "T"}},
+                      {"MaxAssignments": 4, "AutoApprovalDelayInSeconds": ANY, "LifetimeInSeconds": ANY,
+                       "AssignmentDurationInSeconds": ANY, "Reward": "0.10", "Title": ANY, "Keywords": ANY,
+                       "Description": ANY, "Question": ANY, "RequesterAnnotation": f"campaign:{campaign.pk}",
+                       "QualificationRequirements": ANY, "UniqueRequestToken": mturk._token("create_hit", campaign.pk, 0)})
+    with stub:
+        published = run("publish", str(campaign.pk), "--hits", "1")
+    stub.assert_no_pending_responses()
+    assert published["max_assignments"] == 4 and published["hit_ids"] == ["HITA"]

@@ -71,6 +71,7 @@ class Command(BaseCommand):
 
     def _publish(self, options: dict[str, Any], _args: list[str]) -> None:
         from annotation.models import Question
+        from annotation.redundancy import max_required
         from annotation.spec_section import annotation_settings
         from crowd import mturk
         from crowd.models import MTurkHit
@@ -84,7 +85,8 @@ class Command(BaseCommand):
             count = max(0, needed - MTurkHit.objects.filter(campaign=campaign).count())
         if count < 0:
             raise CommandError("--hits must be 0 or more.")
-        redundancy = options["redundancy"] or cfg["redundancy"]
+        # Adaptive redundancy: MaxAssignments is its max (a question may need that many answers).
+        redundancy = options["redundancy"] or max_required(cfg["redundancy"])
         hits = mturk.mturk_hits_publish(campaign=campaign, count=count, redundancy=redundancy,
                                         client=self._client(options))
         self.stdout.write(json.dumps({"campaign": campaign.pk, "published": len(hits), "max_assignments": redundancy,
