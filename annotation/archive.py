@@ -241,7 +241,7 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
             user = User.objects.create_user(username=f"imported-{campaign.pk}-{pseudo}"[:150])
             user.set_unusable_password()
             user.save(update_fields=["password"])
-            annotators[pseudo] = Annotator.objects.create(user=user)
+            annotators[pseudo] = Annotator.objects.create(user=user, kind=Annotator.Kind.IMPORTED)
             if r.get("enrolled", True):
                 Enrollment.objects.create(campaign=campaign, annotator=annotators[pseudo],
                                           status=r.get("status") or Enrollment.Status.ACTIVE,

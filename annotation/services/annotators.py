@@ -14,6 +14,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from campaigns.models import Campaign
+from common.accounts import username_taken
 from common.errors import ApplicationError, NotFoundError
 
 from ..models import Annotator, Enrollment
@@ -45,7 +46,7 @@ def annotator_create(*, username: Any, password: Any, consent: Any, mturk_worker
             errors["username"] = list(exc.messages)
         if len(username) > 150:
             errors.setdefault("username", []).append("At most 150 characters.")
-        elif User.objects.filter(username__iexact=username).exists():
+        elif username_taken(username):  # NFKC + casefold: `ＡＬＩＣＥ` is `alice`
             errors.setdefault("username", []).append("This username is taken.")
     if not isinstance(password, str) or not password:
         errors["password"] = ["This field is required."]
