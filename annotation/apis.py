@@ -81,7 +81,7 @@ class AnnotatorMeApi(APIView):
     @extend_schema(request=dict, responses={200: dict})
     def patch(self, request: Request) -> Response:
         data = _body(request)
-        unknown = [k for k in data if k not in ("mturk_worker_id", "prolific_pid", "demographics")]
+        unknown = [k for k in data if k not in ("mturk_worker_id", "prolific_pid", "demographics", "password")]
         if unknown:
             raise ApplicationError(f"Unknown field {unknown[0]!r}.", errors={k: ["unknown field"] for k in unknown})
         annotator = annotator_update(annotator=selectors.annotator_of(request.user), **data)

@@ -41,6 +41,16 @@ def crowd_enter(request: HttpRequest, *, platform: str, external_id: str, campai
                 ) -> Annotator | HttpResponse:
     """The annotator this link may work as (logged in with a session), or the page to show instead."""
     holder = _holder(platform, external_id)
+    user = request.user
+    name = PLATFORM_NAMES[Annotator.Kind(platform)]
+    if holder is not None and holder.kind != platform:
+        if user.is_authenticated and user.pk == holder.user_id:
+            return holder  # its owner, logged in with the password
+        return _page(request, "crowd/link_login.html", 403, campaign=campaign, platform_name=name, error="")
+    if user.is_authenticated and (holder is None or user.pk != holder.user_id):
+        # never replaced by a GET: nothing is created or changed until the POST says so
+        return _page(request, "crowd/link_switch.html", 409, campaign=campaign, current=user.get_username(),
+                     platform_name=name)
     if holder is None:
         refusal = signup_allow(address=client_address(request))
         if refusal is not None:
@@ -48,15 +58,8 @@ def crowd_enter(request: HttpRequest, *, platform: str, external_id: str, campai
             response["Retry-After"] = str(refusal.retry_after)
             return response
         holder, _created = services.crowd_annotator(platform=platform, external_id=external_id)
-    user = request.user
-    if holder.kind != platform:
-        if user.is_authenticated and user.pk == holder.user_id:
-            return holder  # its owner, logged in with the password
-        return _page(request, "crowd/link_login.html", 403, campaign=campaign,
-                     platform_name=PLATFORM_NAMES[Annotator.Kind(platform)], error="")
-    if user.is_authenticated and user.pk != holder.user_id:
-        return _page(request, "crowd/link_switch.html", 409, campaign=campaign, current=user.get_username(),
-                     platform_name=PLATFORM_NAMES[Annotator.Kind(platform)])
+        if holder.kind != platform:  # a password account took the id a moment ago
+            return _page(request, "crowd/link_login.html", 403, campaign=campaign, platform_name=name, error="")
     if not user.is_authenticated:
         login(request, holder.user, backend=BACKEND)
     return holder

@@ -72,9 +72,23 @@ def annotator_create(*, username: Any, password: Any, consent: Any, mturk_worker
 
 @transaction.atomic
 def annotator_update(*, annotator: Annotator, mturk_worker_id: Any = _UNSET, prolific_pid: Any = _UNSET,
-                     demographics: Any = _UNSET) -> Annotator:
-    """Attach external ids (MTurk worker id, Prolific id) or optional self-reported demographics."""
+                     demographics: Any = _UNSET, password: Any = _UNSET) -> Annotator:
+    """Attach external ids (MTurk worker id, Prolific id) or optional self-reported demographics.
+
+    Linking or changing an external id needs the account's own password (`password`), not just a
+    session or token: a stolen session cannot tie someone's platform id to another account. Accounts
+    made by a crowd link (kind mturk / prolific) keep the id they were made for."""
     errors: dict[str, list[str]] = {}
+    changes = [(f, v) for f, v in (("mturk_worker_id", mturk_worker_id), ("prolific_pid", prolific_pid))
+               if v is not _UNSET and (v or None) != getattr(annotator, f)]
+    if changes and annotator.kind != Annotator.Kind.PASSWORD:
+        for field, _value in changes:
+            errors[field] = ["This account was made by a crowd link: its external ids cannot change."]
+    elif changes and (not isinstance(password, str) or not annotator.user.check_password(password)):
+        errors["password"] = ["Give the account's password (password) to link or change an external id."]
+    if errors:
+        first = next(iter(errors))
+        raise ApplicationError(f"Invalid input: {first}: {errors[first][0]}", errors=errors)
     for field, value in (("mturk_worker_id", mturk_worker_id), ("prolific_pid", prolific_pid)):
         if value is _UNSET:
             continue
