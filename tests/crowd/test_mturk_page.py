@@ -3,9 +3,8 @@ and the assignment, turkSubmitTo is checked against the allow-list, framing is a
 only, and the qualification pass is granted on MTurk through the injected client."""
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
