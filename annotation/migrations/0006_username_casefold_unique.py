@@ -11,6 +11,12 @@ def _table(apps):
 
 def index_create(apps, schema_editor):
     table = schema_editor.quote_name(_table(apps))
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(f"SELECT LOWER(username) FROM {table} GROUP BY LOWER(username) HAVING COUNT(*) > 1")
+        clashes = [row[0] for row in cursor.fetchall()]
+    if clashes:
+        raise RuntimeError("Usernames that differ only by case must be renamed before this migration: "
+                           + ", ".join(clashes[:20]))
     schema_editor.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS user_username_lower_uniq ON {table} (LOWER(username))")
 
 
