@@ -22,7 +22,7 @@ from annotation.models import Annotator, Assignment
 from annotation.scoped_tokens import scoped_token_issue, scoped_token_read
 from annotation.services.annotators import annotator_create
 from campaigns.models import Campaign
-from tests.crowd.conftest import accept_params, crowd_campaign
+from tests.builders.crowd import accept_params, crowd_campaign
 
 pytestmark = pytest.mark.django_db
 

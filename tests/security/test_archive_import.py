@@ -16,9 +16,8 @@ from campaigns.models import Campaign, Prompt
 from generation.importer import image_url_problem
 from generation.models import Image
 from generation.storage import storage_key_problem
+from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label
 from tests.conftest import token_client
-from tests.metrics.builders import annotators, answer_all, campaign_with_questions
-from tests.metrics.test_report_api import SMALL_GEP, gep_label
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from common.csvsafe import TRIGGERS, csv_cell, csv_cell_restore, csv_dict_writer, csv_frame, csv_writer
-from tests.annotation.conftest import make_annotator, make_campaign, make_images, open_campaign
-from tests.metrics.builders import messy_campaign
-from tests.metrics.test_report_api import SMALL_GEP
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.metrics import SMALL_GEP, messy_campaign
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

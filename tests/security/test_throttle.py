@@ -18,7 +18,7 @@ from annotation.services.annotators import annotator_create
 from common import throttle
 from common.accounts import SubstantialPasswordValidator, username_key
 from common.clientaddr import client_address
-from tests.crowd.conftest import accept_params, crowd_campaign
+from tests.builders.crowd import accept_params, crowd_campaign
 
 pytestmark = pytest.mark.django_db
 
