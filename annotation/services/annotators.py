@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -63,9 +63,18 @@ def annotator_create(*, username: Any, password: Any, consent: Any, mturk_worker
     if errors:
         first = next(iter(errors))
         raise ApplicationError(f"Cannot sign up: {first}: {errors[first][0]}", errors=errors)
-    user = User.objects.create_user(username=username, password=password)
-    annotator = Annotator.objects.create(user=user, mturk_worker_id=mturk_worker_id or None,
-                                         prolific_pid=prolific_pid or None)
+    try:
+        with transaction.atomic():  # two sign-ups of one name at once: the LOWER(username) index decides
+            user = User.objects.create_user(username=username, password=password)
+            annotator = Annotator.objects.create(user=user, mturk_worker_id=mturk_worker_id or None,
+                                                 prolific_pid=prolific_pid or None)
+    except IntegrityError:
+        if username_taken(username):
+            raise ApplicationError("Cannot sign up: username: This username is taken.",
+                                   errors={"username": ["This username is taken."]}) from None
+        raise ApplicationError("Cannot sign up: an external id was attached to another annotator a moment ago.",
+                               errors={"mturk_worker_id" if mturk_worker_id else "prolific_pid":
+                                       ["Already attached to another annotator."]}) from None
     token = Token.objects.create(user=user)
     return annotator, token.key
 

@@ -196,3 +196,16 @@ def test_password_validator_unit() -> None:
     for bad in ("", " " * 30, "  short  "):
         with pytest.raises(Exception, match="whitespace|too short"):
             validator.validate(bad)
+
+
+def test_a_sign_up_race_on_one_name_is_a_400(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sign-ups of `dora` / `DORA` at once: both pass the check; the LOWER(username) index decides."""
+    from annotation.services import annotators as service
+
+    User.objects.create_user(username="dora", password=None)
+    answers = iter([False, True])  # the check before (the other sign-up not committed yet), then after
+    monkeypatch.setattr(service, "username_taken", lambda name: next(answers))
+    response = APIClient().post("/api/annotators/", {"username": "DORA", "password": "Long-enough-pass-1",
+                                                     "consent": True}, format="json")
+    assert response.status_code == 400 and "username" in response.json()["errors"]
+    assert User.objects.count() == 1
