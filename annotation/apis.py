@@ -5,7 +5,6 @@ Annotator endpoints answer only with what an annotator may see: a question is
 """
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
@@ -20,6 +19,7 @@ from rest_framework.views import APIView
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_get
 from common.clientaddr import client_address
+from common.csvsafe import csv_dict_writer
 from common.edge import body_parse
 from common.errors import ApplicationError, NotFoundError
 from common.pagination import PageNumberPagination
@@ -354,7 +354,7 @@ class CampaignPaymentsCsvApi(APIView):
     def get(self, request: Request, campaign_id: int) -> HttpResponse:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=PAYMENT_COLUMNS, lineterminator="\n")
+        writer = csv_dict_writer(buffer, PAYMENT_COLUMNS, lineterminator="\n")  # usernames, ids: neutralised
         writer.writeheader()
         for row in selectors.payment_rows(campaign=campaign):
             writer.writerow({k: row[k] for k in PAYMENT_COLUMNS})

@@ -33,9 +33,13 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from campaigns.models import Campaign, Prompt
+from campaigns.spec import SpecError, spec_normalize
 from common.errors import ApplicationError
+from common.inputs import brief
 from common.zipsafe import SafeZip, ZipMemberError
+from generation.importer import image_url_problem
 from generation.models import Image
+from generation.storage import storage_key_problem
 
 from .labels import labels_recompute
 from .models import (
@@ -167,6 +171,37 @@ def _need(row: dict[str, Any], key: str, where: str) -> Any:
     return row[key]
 
 
+def _spec_checked(raw: Any) -> dict[str, Any]:
+    """The archived spec through the spec validator of create / preview (unknown keys, the
+    `backend.api_base` allow-list, limits, clean text): a 400 naming the spec's field."""
+    try:
+        return spec_normalize(raw)
+    except SpecError as exc:
+        raise SpecError(f"Invalid campaign archive: manifest.json campaign.spec: {exc.message}",
+                        errors=exc.errors) from None
+
+
+def _image_rows_check(rows: list[dict[str, Any]]) -> None:
+    """Every image row through the image import's rules: `source_url` as a URL row of the image import
+    (http(s) only: no javascript:, data:, file:), `file` / `web_file` as storage keys (no `..`,
+    absolute paths, backslashes; inside the image storage). All problems at once, by line."""
+    errors: dict[str, list[str]] = {}
+    for n, r in enumerate(rows, start=1):
+        where = f"images.jsonl line {n}"
+        if r.get("source_url") not in (None, ""):
+            why = image_url_problem(r["source_url"])
+            if why:
+                errors.setdefault(f"images.{n}.source_url", []).append(f"{where}: source_url: {why}")
+        for field in ("file", "web_file"):
+            if r.get(field) not in (None, ""):
+                why = storage_key_problem(r[field])
+                if why:
+                    errors.setdefault(f"images.{n}.{field}", []).append(f"{where}: {field} {why}")
+    if errors:
+        first = next(iter(errors.values()))[0]
+        raise ApplicationError(f"Invalid campaign archive: {first}; nothing was stored.", errors=errors)
+
+
 @transaction.atomic
 def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
     """Create a new campaign from an archive (see the module docstring). All or nothing."""
@@ -187,16 +222,22 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
         raise _bad("manifest.json: campaign.spec is missing")
     status = meta.get("status")
     if status not in Campaign.Status.values:
-        raise _bad(f"manifest.json: unknown status {status!r}")
+        raise _bad(f"manifest.json: unknown status {brief(status)}")
+    # The same validators as the API's paths, before anything is written (and everything below runs
+    # in this one transaction: any error leaves nothing behind).
+    spec = _spec_checked(meta["spec"])
+    if meta.get("kind", spec["kind"]) != spec["kind"]:
+        raise _bad(f"manifest.json: campaign.kind {brief(meta.get('kind'))} differs from the spec's kind",
+                   "kind")
     prompts = _lines(zf, "prompts.jsonl")
+    image_rows = _lines(zf, "images.jsonl")
+    _image_rows_check(image_rows)
     try:
         campaign = Campaign.objects.create(
-            owner=owner, name=str(meta.get("name") or meta["spec"].get("name") or "imported")[:200],
-            kind=_need(meta, "kind", "manifest.json campaign"), seed=int(meta.get("seed") or 0), spec=meta["spec"],
-            spec_version=int(meta["spec"].get("version") or 1), status=status, prompt_count=len(prompts),
+            owner=owner, name=str(meta.get("name") or spec["name"])[:200],
+            kind=spec["kind"], seed=int(meta.get("seed") or 0), spec=spec,
+            spec_version=int(spec.get("version") or 1), status=status, prompt_count=len(prompts),
             images_planned=sum(int(p.get("samples") or 0) for p in prompts))
-        if campaign.kind not in Campaign.Kind.values:
-            raise _bad(f"manifest.json: unknown kind {campaign.kind!r}")
         by_key = {}
         for n, p in enumerate(prompts, start=1):
             where = f"prompts.jsonl line {n}"
@@ -207,7 +248,7 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                 seeds=_need(p, "seeds", where))
         Prompt.objects.bulk_create(list(by_key.values()), batch_size=2000)
         image_ids: dict[int, int] = {}
-        rows = _lines(zf, "images.jsonl")
+        rows = image_rows
         new_images = []
         for n, r in enumerate(rows, start=1):
             where = f"images.jsonl line {n}"
@@ -241,7 +282,7 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
             user = User.objects.create_user(username=f"imported-{campaign.pk}-{pseudo}"[:150])
             user.set_unusable_password()
             user.save(update_fields=["password"])
-            annotators[pseudo] = Annotator.objects.create(user=user)
+            annotators[pseudo] = Annotator.objects.create(user=user, kind=Annotator.Kind.IMPORTED)
             if r.get("enrolled", True):
                 Enrollment.objects.create(campaign=campaign, annotator=annotators[pseudo],
                                           status=r.get("status") or Enrollment.Status.ACTIVE,

@@ -6,6 +6,9 @@ token, the user and the annotator id (reverse one-to-one, NULL for researchers) 
 query, and `annotator_of` reads the cached profile. On PostgreSQL that query is a prepared statement
 built once from the models' metadata (the ORM spent ~1 ms of CPU per request compiling it; profile
 in bench/README.md); the instances are built with `Model.from_db` and the fields' converters. Measured by bench/annotation_load.py.
+
+A key starting with `s1.` is a scoped token (annotation/scoped_tokens.py: signed, short-lived, one
+campaign's annotation endpoints only), the token crowd work pages carry instead of the permanent key.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from common import fastpath
 
 from . import prepared
 from .models import Annotator
+from .scoped_tokens import ScopedToken, is_scoped, scoped_token_allows, scoped_token_read
 
 
 @cache
@@ -46,7 +50,15 @@ def _instance(model: Any, values: Any) -> Any:
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
+    def authenticate(self, request: Any) -> tuple[Any, Any] | None:
+        result = super().authenticate(request)
+        if result is not None and isinstance(result[1], ScopedToken):
+            scoped_token_allows(result[1], request)
+        return result
+
     def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
+        if is_scoped(key):
+            return self._authenticate_scoped(key)
         if not fastpath.enabled("token_auth"):
             return self._authenticate_orm(key)
         rows = prepared.run(_token_query(), {"key": key})
@@ -77,4 +89,15 @@ class TokenAuthentication(authentication.TokenAuthentication):
         annotator = getattr(user, "annotator", None)  # RelatedObjectDoesNotExist is an AttributeError
         if annotator is not None:
             user._annotator_cache = annotator
+        return user, token
+
+    def _authenticate_scoped(self, key: str) -> tuple[Any, Any]:
+        token = scoped_token_read(key)
+        user = get_user_model().objects.select_related("annotator").filter(pk=token.user_id).first()
+        if user is None or not user.is_active:
+            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+        annotator = getattr(user, "annotator", None)
+        if annotator is None:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        user._annotator_cache = annotator
         return user, token

@@ -23,10 +23,13 @@ class AnnotatorSignupInput(serializers.Serializer):
 
 
 class AnnotatorMeInput(serializers.Serializer):
-    """PATCH: only the keys sent change; null or "" detaches an external id."""
+    """PATCH: only the keys sent change; null or "" detaches an external id. Linking or changing an
+    external id needs the account's `password` (docs/security.md, "Crowd-link authentication")."""
 
     mturk_worker_id = serializers.CharField(**EXTERNAL_ID)
     prolific_pid = serializers.CharField(**EXTERNAL_ID)
+    password = serializers.CharField(max_length=128, trim_whitespace=False, required=False, write_only=True,
+                                     help_text="The account's password: required to link or change an external id.")
     demographics = serializers.DictField(required=False, help_text="Short self-reported answers, e.g. "
                                          "{\"age_range\": \"25-34\"}.")
 

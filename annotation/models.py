@@ -15,9 +15,21 @@ from generation.models import Image
 
 
 class Annotator(models.Model):
-    """A crowd worker. Logs in as a Django user that is not a researcher."""
+    """A crowd worker. Logs in as a Django user that is not a researcher.
+
+    `kind` says how the account is entered: `password` (signed up with a username and password; an
+    external id on it was linked by its owner, with the password), `mturk` / `prolific` (created by
+    that platform's link, no usable password: only that platform's link enters it, see
+    crowd/entry.py), `imported` (an archive's pseudonymous annotator: never enters)."""
+
+    class Kind(models.TextChoices):
+        PASSWORD = "password", "Password account"
+        MTURK = "mturk", "MTurk link account"
+        PROLIFIC = "prolific", "Prolific link account"
+        IMPORTED = "imported", "Imported (cannot log in)"
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PASSWORD)
     mturk_worker_id = models.CharField(max_length=64, null=True, blank=True, unique=True)
     prolific_pid = models.CharField(max_length=64, null=True, blank=True, unique=True)
     demographics = models.JSONField(default=dict, blank=True)  # self-reported, optional, off by default

@@ -14,11 +14,17 @@ from typing import Any
 from django.conf import settings
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
+from .clientaddr import client_address
+
 logger = logging.getLogger(__name__)
 
 
 class _SettingsRateMixin:
     scope: str
+
+    def get_ident(self, request: Any) -> str:
+        # The same client address as every other per-address limit (behind the TLS proxy too).
+        return client_address(request)
 
     def get_rate(self) -> str | None:
         return getattr(settings, "THROTTLE_RATES", {}).get(self.scope)

@@ -14,6 +14,7 @@ from rest_framework.authtoken.views import ObtainAuthToken
 from . import parsers
 from .middleware import error_response
 from .outbound import clip
+from .throttle import login_succeeded
 
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -63,3 +64,13 @@ class TokenObtainApi(ObtainAuthToken):
     names DRF's stock parsers, which would skip the input rules (common.inputs)."""
 
     parser_classes = [parsers.JSONParser, parsers.FormParser, parsers.MultiPartParser]
+
+    def post(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # common.throttle: failures are counted by the user_login_failed signal; a success clears
+        # the username's back-off (session logins do it through user_logged_in).
+        response = super().post(request, *args, **kwargs)
+        if response.status_code == 200:
+            username = request.data.get("username") if hasattr(request.data, "get") else None
+            if isinstance(username, str):
+                login_succeeded(username=username)
+        return response

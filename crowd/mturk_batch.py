@@ -298,7 +298,8 @@ def _write(planned: list[dict[str, Any]]) -> None:
                                           if f"mturk-{w}" not in taken])
         users += list(User.objects.filter(username__in=[f"mturk-{w}" for w in new if f"mturk-{w}" in taken]))
         by_name = {u.username: u for u in users}
-        Annotator.objects.bulk_create([Annotator(user=by_name[f"mturk-{w}"], mturk_worker_id=w) for w in new])
+        Annotator.objects.bulk_create([Annotator(user=by_name[f"mturk-{w}"], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
+                                       for w in new])
         existing.update(Annotator.objects.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
     now = timezone.now()
     review = {"Approved": Assignment.Review.APPROVED, "Rejected": Assignment.Review.REJECTED}

@@ -19,7 +19,6 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from annotation.hits import assignment_next, assignment_payload
 from annotation.models import (
@@ -33,6 +32,7 @@ from annotation.models import (
 )
 from annotation.services.qualification import qualification_attempt
 from campaigns.models import Campaign
+from common.accounts import username_taken
 from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from . import mturk
@@ -81,40 +81,40 @@ def mturk_submit_url(turk_submit_to: Any) -> str | None:
 
 
 # ------------------------------------------------------------------------------------ annotators
-def _annotator_for(field: str, value: str, prefix: str) -> Annotator:
-    """The annotator with this external id, created (user with no usable password, API token) on
-    first sight. Safe against two first requests at once (the unique external id decides)."""
-    if not valid_external_id(value):
+PLATFORM_FIELDS = {Annotator.Kind.MTURK: "mturk_worker_id", Annotator.Kind.PROLIFIC: "prolific_pid"}
+
+
+def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool]:
+    """The annotator holding this platform id, and whether it was created now. A link account of
+    the platform (kind `mturk` / `prolific`: user with no usable password, no permanent API token)
+    is created on first sight; safe against two first requests at once (the unique id decides).
+    The caller decides who may enter it (crowd/entry.py): a password account that holds the id is
+    returned as it is, never entered by the link."""
+    field = PLATFORM_FIELDS[Annotator.Kind(platform)]
+    if not valid_external_id(external_id):
         raise ApplicationError(f"Invalid {field}.", errors={field: ["letters, digits, - and _ only (at most 64)"]})
-    found = Annotator.objects.filter(**{field: value}).select_related("user").first()
+    found = Annotator.objects.filter(**{field: external_id}).select_related("user").first()
     if found is not None:
-        return found
+        return found, False
     User = get_user_model()
     try:
         with transaction.atomic():
-            username = f"{prefix}-{value}"
-            if User.objects.filter(username__iexact=username).exists():
-                username = f"{prefix}-{value}-{secrets.token_hex(3)}"
+            username = f"{platform}-{external_id}"
+            if username_taken(username):
+                username = f"{platform}-{external_id}-{secrets.token_hex(3)}"
             user = User.objects.create_user(username=username, password=None)
-            annotator = Annotator.objects.create(user=user, **{field: value})
-            Token.objects.create(user=user)
-            return annotator
+            return Annotator.objects.create(user=user, kind=platform, **{field: external_id}), True
     except IntegrityError:
-        return Annotator.objects.select_related("user").get(**{field: value})
+        return Annotator.objects.select_related("user").get(**{field: external_id}), False
 
 
 def mturk_annotator(*, worker_id: str) -> Annotator:
     """The annotator behind an MTurk worker id (username `mturk-<id>`, as the batch importer uses)."""
-    return _annotator_for("mturk_worker_id", worker_id, "mturk")
+    return crowd_annotator(platform=Annotator.Kind.MTURK, external_id=worker_id)[0]
 
 
 def prolific_annotator(*, pid: str) -> Annotator:
-    return _annotator_for("prolific_pid", pid, "prolific")
-
-
-def api_token(annotator: Annotator) -> str:
-    token, _ = Token.objects.get_or_create(user=annotator.user)
-    return token.key
+    return crowd_annotator(platform=Annotator.Kind.PROLIFIC, external_id=pid)[0]
 
 
 # ------------------------------------------------------------------------------------ MTurk HITs

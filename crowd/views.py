@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib.auth import login
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -26,6 +25,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 
 from annotation.models import Annotator, Question
+from annotation.scoped_tokens import scoped_token_issue
 from annotation.selectors import campaign_for_annotator, task_info
 from annotation.spec_section import annotation_settings
 from campaigns.models import Campaign
@@ -34,8 +34,7 @@ from generation.models import Image
 from generation.selectors import image_url
 
 from . import services
-
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+from .entry import crowd_enter, crowd_enter_post
 
 
 def _campaign(campaign_id: int) -> Campaign:
@@ -43,12 +42,6 @@ def _campaign(campaign_id: int) -> Campaign:
         return campaign_for_annotator(campaign_id=campaign_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
-
-
-def _login(request: HttpRequest, annotator: Annotator) -> None:
-    if request.user.is_authenticated and request.user.pk == annotator.user_id:
-        return
-    login(request, annotator.user, backend=BACKEND)
 
 
 def _bad_request(request: HttpRequest, *, title: str, problems: list[str], platform: str,
@@ -81,29 +74,50 @@ class MTurkTaskView(View):
         response["Content-Security-Policy"] = _frame_ancestors()
         return response
 
+    def post(self, request: HttpRequest, campaign_id: int) -> HttpResponse:
+        """The forms of crowd/entry.py (log out the other user / log in to the linked account)."""
+        campaign = _campaign(campaign_id)
+        problems = self._problems(request)
+        if problems:
+            return _bad_request(request, title="This task must be opened from Amazon Mechanical Turk",
+                                problems=problems, platform="mturk", campaign=campaign)
+        response = crowd_enter_post(request, platform=Annotator.Kind.MTURK, external_id=request.GET["workerId"],
+                                    campaign=campaign)
+        response["Content-Security-Policy"] = _frame_ancestors()
+        return response
+
+    @staticmethod
+    def _problems(request: HttpRequest) -> list[str]:
+        params = request.GET
+        problems = []
+        for name in ("assignmentId", "hitId", "workerId"):
+            if not services.valid_external_id(params.get(name, "")):
+                problems.append(f"{name} is missing or not an MTurk id.")
+        if services.mturk_submit_url(params.get("turkSubmitTo", "")) is None:
+            problems.append("turkSubmitTo is missing or not an MTurk address "
+                            f"(allowed: {', '.join(services.mturk_submit_origins())}).")
+        return problems
+
     def _get(self, request: HttpRequest, campaign_id: int) -> HttpResponse:
         campaign = _campaign(campaign_id)
         params = request.GET
         assignment_id = params.get("assignmentId", "")
         if not assignment_id or assignment_id == services.PREVIEW_ASSIGNMENT_ID:
             return self._preview(request, campaign)
-        problems = []
-        for name in ("assignmentId", "hitId", "workerId"):
-            if not services.valid_external_id(params.get(name, "")):
-                problems.append(f"{name} is missing or not an MTurk id.")
-        submit_url = services.mturk_submit_url(params.get("turkSubmitTo", ""))
-        if submit_url is None:
-            problems.append("turkSubmitTo is missing or not an MTurk address "
-                            f"(allowed: {', '.join(services.mturk_submit_origins())}).")
+        problems = self._problems(request)
         if problems:
             return _bad_request(request, title="This task must be opened from Amazon Mechanical Turk",
                                 problems=problems, platform="mturk", campaign=campaign)
-        annotator = services.mturk_annotator(worker_id=params["workerId"])
-        _login(request, annotator)
+        submit_url = services.mturk_submit_url(params["turkSubmitTo"])
+        entered = crowd_enter(request, platform=Annotator.Kind.MTURK, external_id=params["workerId"],
+                              campaign=campaign)
+        if isinstance(entered, HttpResponse):
+            return entered
         return render(request, "crowd/mturk_work.html", {
             "campaign": campaign, "mode": "mturk", "submit_url": submit_url,
             "assignment_id": assignment_id, "hit_id": params["hitId"],
-            "auth_token": services.api_token(annotator),
+            # short-lived, this campaign's annotation endpoints only: never the account's permanent key
+            "auth_token": scoped_token_issue(user_id=entered.user_id, campaign_id=campaign.pk),
             "self_url": request.get_full_path(),
         })
 
@@ -146,8 +160,11 @@ class ProlificStudyView(View):
         if problems:
             return _bad_request(request, title="This study link is incomplete", problems=problems,
                                 platform="prolific", campaign=campaign)
-        annotator = services.prolific_annotator(pid=values["PROLIFIC_PID"])
-        _login(request, annotator)
+        entered = crowd_enter(request, platform=Annotator.Kind.PROLIFIC, external_id=values["PROLIFIC_PID"],
+                              campaign=campaign)
+        if isinstance(entered, HttpResponse):
+            return entered
+        annotator = entered
         request.session[_session_key(campaign)] = values
         state = services.prolific_state(annotator=annotator, campaign=campaign)
         if state != "continue":
@@ -158,6 +175,16 @@ class ProlificStudyView(View):
             "finish_url": reverse("crowd:prolific-finish", args=[campaign.pk]),
             "quota": services.prolific_settings(campaign)["hits_per_participant"], "task": info,
         })
+
+
+    def post(self, request: HttpRequest, campaign_id: int) -> HttpResponse:
+        """The forms of crowd/entry.py (log out the other user / log in to the linked account)."""
+        campaign = _campaign(campaign_id)
+        pid = request.GET.get("PROLIFIC_PID", "")
+        if not services.valid_external_id(pid):
+            return _bad_request(request, title="This study link is incomplete", platform="prolific",
+                                campaign=campaign, problems=["PROLIFIC_PID is missing or not a Prolific id."])
+        return crowd_enter_post(request, platform=Annotator.Kind.PROLIFIC, external_id=pid, campaign=campaign)
 
 
 @method_decorator(never_cache, name="dispatch")

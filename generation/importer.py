@@ -172,6 +172,22 @@ def _manifest_rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iter
         yield reader.line_num, {k: v for k, v in row.items() if k is not None and v not in (None, "")}
 
 
+def image_url_problem(url: Any) -> str | None:
+    """Why `url` cannot be an image's `source_url` (registered by URL), or None: the same URL rules as
+    every outbound request (common.outbound): http(s) only, no user information, spaces or control
+    characters, at most 1000 characters. The URL is shown to annotators and in the console, never
+    fetched. Used by the image import and the campaign archive import."""
+    if not isinstance(url, str):
+        return "url must be a plain http(s) URL (text)"
+    try:
+        check_url(url, what="url")
+        if len(url) > 1000:
+            raise OutboundBlocked("is longer than 1000 characters")
+    except OutboundBlocked as exc:
+        return f"url must be a plain http(s) URL of at most 1000 characters: {exc}"
+    return None
+
+
 def _check_image(data: bytes, limit: int) -> str | None:
     """Why these bytes are not an acceptable image, or None."""
     if len(data) > limit:
@@ -248,14 +264,9 @@ def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: 
                 seen[key] = line
         row = ManifestRow(line=line, prompt=prompt, sample_index=sample or 0, file=file, url=url)  # type: ignore[arg-type]
         if url:
-            # The same URL rules as every outbound request (common.outbound): http(s) only, no
-            # user information, spaces or control characters. The URL is shown to annotators, never fetched.
-            try:
-                check_url(url, what="url")
-                if len(url) > 1000:
-                    raise OutboundBlocked("is longer than 1000 characters")
-            except OutboundBlocked as exc:
-                problems.append(f"url must be a plain http(s) URL of at most 1000 characters: {exc}")
+            why = image_url_problem(url)
+            if why:
+                problems.append(why)
         elif file:
             if not path_is_safe(file):
                 problems.append(f"file {brief(file)} has an unsafe path (absolute or with '..')")

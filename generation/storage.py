@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from PIL import Image
+
+from common.inputs import brief
+from common.zipsafe import path_is_safe
 
 WEB_MAX_PX = 768
 WEB_QUALITY = 85
@@ -34,6 +38,25 @@ def image_key(sha256: str) -> str:
 
 def web_key(sha256: str) -> str:
     return f"web/{sha256[:2]}/{sha256}.webp"
+
+
+IMAGE_NAMESPACES = ("images/", "web/")
+
+
+def storage_key_problem(key: Any) -> str | None:
+    """Why `key` cannot be an image's storage key (`file`, `web_file`), or None. The zip-slip rule of
+    every path from outside (common.zipsafe.path_is_safe: no absolute path, drive, backslash, NUL or
+    `..`), no `.` segments, and inside the image namespaces (`images/`, `web/`, where image_key and
+    web_key write): a key from outside can never name an archive or another stored object."""
+    if not isinstance(key, str):
+        return "must be a storage key (text)"
+    if len(key) > 300:
+        return "is longer than 300 characters"
+    if not path_is_safe(key) or any(part in ("", ".") for part in key.split("/")):
+        return f"{brief(key)} is not a safe storage key (absolute, with '..', '.', '//' or a backslash)"
+    if not key.startswith(IMAGE_NAMESPACES):
+        return f"{brief(key)} is outside the image storage ({', '.join(IMAGE_NAMESPACES)})"
+    return None
 
 
 def png_normalize(data: bytes) -> tuple[bytes, int, int]:

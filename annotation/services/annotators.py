@@ -9,11 +9,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from campaigns.models import Campaign
+from common.accounts import username_taken
 from common.errors import ApplicationError, NotFoundError
 
 from ..models import Annotator, Enrollment
@@ -45,7 +46,7 @@ def annotator_create(*, username: Any, password: Any, consent: Any, mturk_worker
             errors["username"] = list(exc.messages)
         if len(username) > 150:
             errors.setdefault("username", []).append("At most 150 characters.")
-        elif User.objects.filter(username__iexact=username).exists():
+        elif username_taken(username):  # NFKC + casefold: `ＡＬＩＣＥ` is `alice`
             errors.setdefault("username", []).append("This username is taken.")
     if not isinstance(password, str) or not password:
         errors["password"] = ["This field is required."]
@@ -62,18 +63,41 @@ def annotator_create(*, username: Any, password: Any, consent: Any, mturk_worker
     if errors:
         first = next(iter(errors))
         raise ApplicationError(f"Cannot sign up: {first}: {errors[first][0]}", errors=errors)
-    user = User.objects.create_user(username=username, password=password)
-    annotator = Annotator.objects.create(user=user, mturk_worker_id=mturk_worker_id or None,
-                                         prolific_pid=prolific_pid or None)
+    try:
+        with transaction.atomic():  # two sign-ups of one name at once: the LOWER(username) index decides
+            user = User.objects.create_user(username=username, password=password)
+            annotator = Annotator.objects.create(user=user, mturk_worker_id=mturk_worker_id or None,
+                                                 prolific_pid=prolific_pid or None)
+    except IntegrityError:
+        if username_taken(username):
+            raise ApplicationError("Cannot sign up: username: This username is taken.",
+                                   errors={"username": ["This username is taken."]}) from None
+        raise ApplicationError("Cannot sign up: an external id was attached to another annotator a moment ago.",
+                               errors={"mturk_worker_id" if mturk_worker_id else "prolific_pid":
+                                       ["Already attached to another annotator."]}) from None
     token = Token.objects.create(user=user)
     return annotator, token.key
 
 
 @transaction.atomic
 def annotator_update(*, annotator: Annotator, mturk_worker_id: Any = _UNSET, prolific_pid: Any = _UNSET,
-                     demographics: Any = _UNSET) -> Annotator:
-    """Attach external ids (MTurk worker id, Prolific id) or optional self-reported demographics."""
+                     demographics: Any = _UNSET, password: Any = _UNSET) -> Annotator:
+    """Attach external ids (MTurk worker id, Prolific id) or optional self-reported demographics.
+
+    Linking or changing an external id needs the account's own password (`password`), not just a
+    session or token: a stolen session cannot tie someone's platform id to another account. Accounts
+    made by a crowd link (kind mturk / prolific) keep the id they were made for."""
     errors: dict[str, list[str]] = {}
+    changes = [(f, v) for f, v in (("mturk_worker_id", mturk_worker_id), ("prolific_pid", prolific_pid))
+               if v is not _UNSET and (v or None) != getattr(annotator, f)]
+    if changes and annotator.kind != Annotator.Kind.PASSWORD:
+        for field, _value in changes:
+            errors[field] = ["This account was made by a crowd link: its external ids cannot change."]
+    elif changes and (not isinstance(password, str) or not annotator.user.check_password(password)):
+        errors["password"] = ["Give the account's password (password) to link or change an external id."]
+    if errors:
+        first = next(iter(errors))
+        raise ApplicationError(f"Invalid input: {first}: {errors[first][0]}", errors=errors)
     for field, value in (("mturk_worker_id", mturk_worker_id), ("prolific_pid", prolific_pid)):
         if value is _UNSET:
             continue

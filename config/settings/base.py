@@ -55,7 +55,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "common.login_throttle.LoginThrottleMiddleware",
+    "common.throttle.ThrottleMiddleware",
     "common.middleware.ServiceUnavailableMiddleware",
 ]
 
@@ -122,6 +122,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "common.accounts.SubstantialPasswordValidator"},  # no whitespace-only / padded passwords
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -290,10 +291,22 @@ THROTTLE_RATES = {
     "annotator": env_str("THROTTLE_ANNOTATOR", "600/minute"),
     "anon": env_str("THROTTLE_ANON", "120/minute"),
 }
-# Failed logins per username and IP within the window before logins answer 429 (common/login_throttle.py).
-LOGIN_THROTTLE_FAILURES = env_int("LOGIN_THROTTLE_FAILURES", 10)
+# One throttle policy for logins and sign-ups (common/throttle.py; docs/security.md "Login throttling"):
+# per-username exponential back-off after LOGIN_THROTTLE_FAILURES failures (a wait, never a lockout),
+# failed logins per client address per window, account creations per client address per window.
+LOGIN_THROTTLE_FAILURES = env_int("LOGIN_THROTTLE_FAILURES", 5)
+LOGIN_THROTTLE_BASE_DELAY_S = env_int("LOGIN_THROTTLE_BASE_DELAY_S", 15)
+LOGIN_THROTTLE_MAX_DELAY_S = env_int("LOGIN_THROTTLE_MAX_DELAY_S", 900)
 LOGIN_THROTTLE_WINDOW_S = env_int("LOGIN_THROTTLE_WINDOW_S", 900)
-LOGIN_THROTTLE_PATHS = [r"^/api/auth/token/$", r"^/admin/login/$", r"^/work/\d+/login/$"]
+LOGIN_THROTTLE_ADDRESS_FAILURES = env_int("LOGIN_THROTTLE_ADDRESS_FAILURES", 50)
+SIGNUP_THROTTLE_PER_ADDRESS = env_int("SIGNUP_THROTTLE_PER_ADDRESS", 20)
+SIGNUP_THROTTLE_WINDOW_S = env_int("SIGNUP_THROTTLE_WINDOW_S", 3600)
+LOGIN_THROTTLE_PATHS = [r"^/api/auth/token/$", r"^/accounts/login/$", r"^/admin/login/$", r"^/work/\d+/login/$"]
+SIGNUP_THROTTLE_PATHS = [r"^/api/annotators/$", r"^/work/\d+/signup/$"]
+# The client address behind the TLS proxy (common/clientaddr.py): the number of proxies in front
+# that append to TRUSTED_PROXY_HEADER (0: none, REMOTE_ADDR is the client).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+TRUSTED_PROXY_HEADER = env_str("TRUSTED_PROXY_HEADER", "X-Forwarded-For")
 # Request bodies: JSON/YAML/form bodies and multipart uploads (413 above these; common/middleware.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 5 * 1024 * 1024)
 MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 1024 ** 3)
@@ -364,6 +377,8 @@ PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolif
 # Origins besides www.mturk.com and workersandbox.mturk.com that the MTurk page may post a finished
 # assignment to (turkSubmitTo) and be framed by: tests only (a local stand-in for MTurk).
 MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA", [])
+# Lifetime of the campaign-scoped token written into a crowd work page (annotation/scoped_tokens.py).
+CROWD_TOKEN_TTL_S = env_int("CROWD_TOKEN_TTL_S", 4 * 3600)
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/console/"

@@ -2,7 +2,6 @@
 tables (registered renderers), then README.txt. Pure: everything comes from the arguments."""
 from __future__ import annotations
 
-import csv
 import io
 import zipfile
 from typing import Any, TextIO
@@ -10,6 +9,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from common.csvsafe import csv_cell, csv_frame, csv_writer
 from metrics.extract.data import AnswerTable, CampaignData, CampaignFacts
 from metrics.report import LabelTable
 
@@ -22,15 +22,16 @@ CHUNK = 100_000  # answers.csv rows formatted at once (bounded memory)
 
 def _csv_table(table: Table) -> str:
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv_writer(buf, lineterminator="\n")  # spreadsheet-safe cells (common/csvsafe.py)
     writer.writerow(table.header)
     writer.writerows(table.rows)
     return buf.getvalue()
 
 
 def _quote(value: str) -> str:
-    """A text field, always quoted (so every row has the same shape whatever the text holds)."""
-    return '"' + value.replace('"', '""') + '"'
+    """A text field, always quoted (so every row has the same shape whatever the text holds), and
+    neutralised for spreadsheets (common/csvsafe.py: `=...` is written `'=...`)."""
+    return '"' + csv_cell(value).replace('"', '""') + '"'
 
 
 def answers_csv_write(table: AnswerTable, keys: tuple[str, ...], out: TextIO, *, chunk: int = CHUNK) -> None:
@@ -75,7 +76,7 @@ def labels_csv(data: CampaignData, labels: LabelTable) -> str:
     frame = pd.DataFrame({"question_id": data.q_id, "image_id": data.q_image, "setting": data.q_setting,
                           **{k: data.q_meta[k] for k in keys}, "label": labels.labels, "tie": labels.ties,
                           "answers": counts.sum(axis=1), "votes": votes})
-    return frame.to_csv(index=False, lineterminator="\n")
+    return csv_frame(frame, index=False, lineterminator="\n")
 
 
 def readme(campaign: CampaignFacts, report: dict[str, Any]) -> str:

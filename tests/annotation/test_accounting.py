@@ -31,7 +31,7 @@ def test_rewards_review_auto_approve_and_payments_csv(api, researcher):
     make_images(campaign, "explicit", 6)
     open_campaign(campaign)
     amy, _ = make_annotator("amy", campaign=campaign)
-    annotator_update(annotator=amy, mturk_worker_id="A1MTURK", prolific_pid="P123")
+    annotator_update(annotator=amy, mturk_worker_id="A1MTURK", prolific_pid="P123", password="amy-Secret-pass-9")
     bob, _ = make_annotator("bob", campaign=campaign)
     h1, h2 = _one_hit(amy, campaign), _one_hit(amy, campaign)
     h3 = _one_hit(bob, campaign)

@@ -41,13 +41,24 @@ def test_signup_requires_consent_and_returns_a_token(gep_campaign):
 
 def test_profile_external_ids_and_demographics():
     annotator, client = make_annotator("otis")
+    # Linking an external id needs the account's password, not only its token.
+    bare = client.patch("/api/annotators/me/", {"mturk_worker_id": "AWORKER1"}, format="json")
+    assert bare.status_code == 400 and "password" in bare.json()["errors"]
+    wrong = client.patch("/api/annotators/me/", {"mturk_worker_id": "AWORKER1", "password": "nope"}, format="json")
+    assert wrong.status_code == 400 and "password" in wrong.json()["errors"]
+    annotator.refresh_from_db()
+    assert annotator.mturk_worker_id is None
     response = client.patch("/api/annotators/me/", {"mturk_worker_id": "AWORKER1", "prolific_pid": "5f00",
-                                                    "demographics": {"age_range": "25-34"}}, format="json")
+                                                    "demographics": {"age_range": "25-34"},
+                                                    "password": "otis-Secret-pass-9"}, format="json")
     assert response.status_code == 200 and response.json()["mturk_worker_id"] == "AWORKER1"
     annotator.refresh_from_db()
     assert annotator.prolific_pid == "5f00" and annotator.demographics == {"age_range": "25-34"}
+    # demographics alone need no password
+    assert client.patch("/api/annotators/me/", {"demographics": {}}, format="json").status_code == 200
     _, other = make_annotator("olaf")
-    clash = other.patch("/api/annotators/me/", {"mturk_worker_id": "AWORKER1"}, format="json")
+    clash = other.patch("/api/annotators/me/", {"mturk_worker_id": "AWORKER1", "password": "olaf-Secret-pass-9"},
+                        format="json")
     assert clash.status_code == 400 and "mturk_worker_id" in clash.json()["errors"]
     assert other.patch("/api/annotators/me/", {"salary": 1}, format="json").status_code == 400
 

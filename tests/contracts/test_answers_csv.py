@@ -15,6 +15,7 @@ from django.db import connection
 
 from annotation.models import Answer
 from common import fastpath
+from common.csvsafe import csv_cell, csv_cell_restore
 from metrics.exports import report_csv_zip
 from metrics.extract import campaign_data
 from metrics.options import ReportOptions
@@ -78,12 +79,17 @@ def test_answers_csv_rows_hold_the_stored_values(researcher: User, spec: dict[st
                                                                                                    flat=True))
     for row, a in zip(body, stored, strict=True):
         q = a.question
-        expected = [str(a.pk), str(q.pk), str(q.image_id), str(a.annotator_id), a.choice,
+        # Text cells are the stored text, neutralised for spreadsheets (common/csvsafe.py: "=SUM(A1)" is
+        # written "'=SUM(A1)"); csv_cell_restore gives the stored text back exactly.
+        expected = [str(a.pk), str(q.pk), str(q.image_id), str(a.annotator_id), csv_cell(a.choice),
                     "" if a.time_ms is None else str(a.time_ms),
-                    a.created_at.isoformat(timespec="microseconds"), q.setting, q.slot, str(q.is_gold),
-                    str(q.image.excluded), "" if a.corrects_id is None else str(a.corrects_id),
-                    str(a.pk in superseded), *("" if q.metadata.get(k) is None else str(q.metadata[k]) for k in meta)]
+                    a.created_at.isoformat(timespec="microseconds"), csv_cell(q.setting), csv_cell(q.slot),
+                    str(q.is_gold), str(q.image.excluded), "" if a.corrects_id is None else str(a.corrects_id),
+                    str(a.pk in superseded),
+                    *("" if q.metadata.get(k) is None else csv_cell(str(q.metadata[k])) for k in meta)]
         assert row == expected
+        assert csv_cell_restore(row[4]) == a.choice
     values = {v for row in body for v in row}
     assert {t for t in ODD_TEXT if t} & values  # the odd text made it through, exactly
+    assert "'=SUM(A1)" in values and "=SUM(A1)" not in values  # and no formula
     assert any("\n" in v for v in values) and any('"' in v for v in values) and any("\t" in v for v in values)

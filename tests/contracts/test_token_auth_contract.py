@@ -55,7 +55,7 @@ def _both(key: str) -> tuple[Any, Any]:
 
 def test_users_tokens_and_profiles_are_equal(researcher: User) -> None:
     annotator, key = annotator_create(username="tia", password="Tia-secret-pass-9", consent=True)
-    annotator_update(annotator=annotator, mturk_worker_id="A1TIA", prolific_pid="P-TIA",
+    annotator_update(annotator=annotator, mturk_worker_id="A1TIA", prolific_pid="P-TIA", password="Tia-secret-pass-9",
                      demographics={"age_range": "25-34", "student": True, "years": 3})
     plain, _ = annotator_create(username="tom", password="Tom-secret-pass-9", consent=True)
     research_key = Token.objects.create(user=researcher).key

@@ -3,6 +3,7 @@ and the assignment, turkSubmitTo is checked against the allow-list, framing is a
 only, and the qualification pass is granted on MTurk through the injected client."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -19,10 +20,15 @@ from tests.builders.crowd import FakeMTurk, accept_params
 pytestmark = pytest.mark.django_db
 
 
-def _token_client(worker: str) -> APIClient:
+def _token_client(campaign: Campaign, **params: str) -> APIClient:
+    """An API client with the token the work page carries (scoped to the campaign), as the page's
+    script uses it; each worker in a browser of their own."""
+    page = Client().get(f"/mturk/{campaign.pk}/", accept_params(**params))
+    assert page.status_code == 200
+    token = re.search(r'data-auth-token="([^"]+)"', page.content.decode()).group(1)
+    assert token.startswith("s1.")  # never the account's permanent key
     api = APIClient()
-    annotator = Annotator.objects.get(mturk_worker_id=worker)
-    api.credentials(HTTP_AUTHORIZATION=f"Token {services.api_token(annotator)}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return api
 
 
@@ -56,7 +62,7 @@ def test_accept_maps_the_worker_and_the_assignment_idempotently(client: Client, 
     client.get(f"/mturk/{campaign.pk}/", accept_params(assignment="3ASSIGN2"))
     assert Annotator.objects.filter(mturk_worker_id="AWORKER1").count() == 1
 
-    api = _token_client("AWORKER1")
+    api = _token_client(campaign)
     body = {"assignmentId": "3ASSIGN1", "hitId": "3HIT1"}
     assert api.post(f"/api/mturk/{campaign.pk}/assignment/", body, format="json").status_code == 403  # consent first
     assert api.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json").status_code == 200
@@ -78,8 +84,7 @@ def test_accept_maps_the_worker_and_the_assignment_idempotently(client: Client, 
 
 
 def test_an_expired_lease_moves_the_mturk_ids_to_a_new_hit(client: Client, campaign: Campaign) -> None:
-    client.get(f"/mturk/{campaign.pk}/", accept_params())
-    api = _token_client("AWORKER1")
+    api = _token_client(campaign)
     api.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json")
     body = {"assignmentId": "3ASSIGN1", "hitId": "3HIT1"}
     first = api.post(f"/api/mturk/{campaign.pk}/assignment/", body, format="json").json()
@@ -89,8 +94,7 @@ def test_an_expired_lease_moves_the_mturk_ids_to_a_new_hit(client: Client, campa
     assert Assignment.objects.get(pk=first["id"]).external_assignment_id is None
     assert Assignment.objects.get(external_assignment_id="3ASSIGN1").pk == second.json()["id"]
     # Another worker cannot take over this MTurk assignment.
-    client.get(f"/mturk/{campaign.pk}/", accept_params(worker="AWORKER2"))
-    intruder = _token_client("AWORKER2")
+    intruder = _token_client(campaign, worker="AWORKER2")
     intruder.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json")
     assert intruder.post(f"/api/mturk/{campaign.pk}/assignment/", body, format="json").status_code == 404
 
@@ -128,8 +132,7 @@ def test_a_pass_on_our_page_grants_the_mturk_qualification(client: Client, campa
         campaign=campaign, name="t", family=campaign.questions.first().family,
         items=[{"image": image.pk, "correct": "Yes"}], retake_after_minutes=0, max_attempts=3)
     MTurkQualificationType.objects.create(qualification=qual, qualification_type_id="QTYPE1")
-    client.get(f"/mturk/{campaign.pk}/", accept_params())
-    api = _token_client("AWORKER1")
+    api = _token_client(campaign)
     api.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json")
     failed = api.post(f"/api/mturk/qualifications/{qual.pk}/attempts/", {"answers": ["No"]}, format="json")
     assert failed.status_code == 201 and failed.json()["passed"] is False and fake_mturk.calls == []
@@ -141,8 +144,7 @@ def test_a_pass_on_our_page_grants_the_mturk_qualification(client: Client, campa
         "QualificationTypeId": "QTYPE1", "WorkerId": "AWORKER1", "IntegerValue": 100, "SendNotification": False})]
     # A second worker, MTurk up: granted.
     fake_mturk.fail = False
-    client.get(f"/mturk/{campaign.pk}/", accept_params(worker="AWORKER2", assignment="3ASSIGN9"))
-    api2 = _token_client("AWORKER2")
+    api2 = _token_client(campaign, worker="AWORKER2", assignment="3ASSIGN9")
     api2.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json")
     ok = api2.post(f"/api/mturk/qualifications/{qual.pk}/attempts/", {"answers": ["Yes"]}, format="json")
     assert ok.json()["mturk_granted"] is True and fake_mturk.calls[-1][1]["WorkerId"] == "AWORKER2"

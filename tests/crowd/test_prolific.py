@@ -119,6 +119,14 @@ def test_the_same_pid_twice_is_one_annotator(researcher: User) -> None:
     assert second.get(link(campaign, "PIDONE", SESSION_ID="se0000000002")).status_code == 200
     assert Annotator.objects.filter(prolific_pid="PIDONE").count() == 1
     assert int(first.session["_auth_user_id"]) == int(second.session["_auth_user_id"])
-    assert first.get(link(campaign, "PIDTWO")).status_code == 200  # another participant in the same browser
+    # Another participant in the same browser: the link does not replace the session by itself
+    # (login CSRF); the page asks, and a POST (with the CSRF token) logs out and continues.
+    one = int(first.session["_auth_user_id"])
+    asked = first.get(link(campaign, "PIDTWO"))
+    assert asked.status_code == 409 and "Log out" in asked.content.decode()
+    assert int(first.session["_auth_user_id"]) == one
+    switched = first.post(link(campaign, "PIDTWO"), {"action": "switch"})
+    assert switched.status_code == 302 and switched["Location"] == link(campaign, "PIDTWO")
+    assert first.get(link(campaign, "PIDTWO")).status_code == 200
     assert Annotator.objects.count() == 2
     assert int(first.session["_auth_user_id"]) == Annotator.objects.get(prolific_pid="PIDTWO").user_id

@@ -113,8 +113,10 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "console:annotator-action": {"get": POST_ONLY, "post": OWNER},
     "console:report": {"get": OWNER},
     # crowd platforms: the task pages are public entry points (they log the worker in themselves)
-    "crowd:mturk": {"get": PUBLIC},
-    "crowd:prolific": {"get": PUBLIC},
+    # POST: the link pages' own forms (crowd/entry.py: "log out and continue", "log in to the linked
+    # account"), CSRF-checked; an empty form is a 400 for everyone
+    "crowd:mturk": {"get": PUBLIC, "post": PUBLIC},
+    "crowd:prolific": {"get": PUBLIC, "post": PUBLIC},
     "crowd:prolific-finish": {"get": PROLIFIC_FINISH},
     "crowd:mturk-assignment": {"post": ANNOTATOR},
     "crowd:mturk-qualification-attempts": {"post": ANNOTATOR},

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0004_assignment_active_idx'),
+        ('annotation', '0006_username_casefold_unique'),
         ('campaigns', '0002_campaign_prompts_pending'),
     ]
 
