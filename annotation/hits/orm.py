@@ -54,9 +54,8 @@ def assignment_payload(assignment: Assignment) -> HitPayload:
 
 def gold_ordered(qs: QuerySet[Question], salt: str) -> QuerySet[Question]:
     """Gold questions in the annotator's own order (`rules.gold_order_key`: md5 of salt || id, byte order)."""
-    key = MD5(Concat(Value(salt), Cast("id", output_field=CharField())))
-    if connection.vendor == "postgresql":
-        key = Collate(key, "C")
+    digest = MD5(Concat(Value(salt), Cast("id", output_field=CharField())))
+    key: MD5 | Collate = Collate(digest, "C") if connection.vendor == "postgresql" else digest
     return qs.annotate(gold_key=key).order_by("gold_key", "id")
 
 
