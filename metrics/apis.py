@@ -14,9 +14,12 @@ from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
 
+from .compare_options import CompareOptions
+from .compare_services import compare_get
 from .exports import report_csv_zip, report_html
 from .options import ReportOptions
-from .services import report_compare, report_get
+from .render.compare import compare_csv_zip, compare_html
+from .services import report_get
 
 OPTION_PARAMS = [
     OpenApiParameter("format", str, enum=["json", "csv", "html"]),
@@ -71,19 +74,39 @@ class CampaignReportApi(APIView):
 
 
 class ReportCompareApi(APIView):
-    """`?campaigns=1,2,3`: headline figures of several campaigns of one kind side by side."""
+    """`?campaigns=1,2,3`: headline figures of several campaigns of one kind side by side; with
+    `test=permutation` (`draws`, `seed`) the pooled agreement and the significance of every pairwise
+    difference; `?campaign=ID&settings=A,B` compares two settings of one campaign. `format=csv|html`."""
 
     permission_classes = [IsResearcher]
+    renderer_classes = [renderers.JSONRenderer, CsvRenderer, HtmlRenderer]
 
-    @extend_schema(parameters=[OpenApiParameter("campaigns", str, required=True)], responses={200: dict})
-    def get(self, request: Request) -> Response:
-        raw = request.query_params.get("campaigns", "")
+    @extend_schema(parameters=[OpenApiParameter("campaigns", str), OpenApiParameter("campaign", int),
+                               OpenApiParameter("settings", str, description="two settings of one campaign: A,B"),
+                               OpenApiParameter("test", str, enum=["none", "permutation"]),
+                               OpenApiParameter("draws", int), *OPTION_PARAMS],
+                   responses={200: dict})
+    def get(self, request: Request) -> Any:
+        compare = CompareOptions.from_params(request.query_params)
+        field = "campaign" if compare.settings else "campaigns"
+        raw = request.query_params.get(field, "")
         try:
             ids = [int(x) for x in raw.split(",") if x.strip()]
         except ValueError as exc:
-            raise ApplicationError("campaigns must be a comma-separated list of campaign ids",
-                                   errors={"campaigns": ["not a list of integers"]}) from exc
+            raise ApplicationError(f"{field} must be a comma-separated list of campaign ids",
+                                   errors={field: ["not a list of integers"]}) from exc
         if not ids:
-            raise ApplicationError("Give campaigns=ID,ID,...", errors={"campaigns": ["required"]})
-        campaigns = [campaign_get(user=request.user, campaign_id=i) for i in ids]
-        return Response(report_compare(campaigns=campaigns, options=ReportOptions.from_params(request.query_params)))
+            raise ApplicationError(f"Give {field}=ID" + (",ID,..." if field == "campaigns" else ""),
+                                   errors={field: ["required"]})
+        campaigns = [campaign_get(user=request.user, campaign_id=i) for i in dict.fromkeys(ids)]
+        result = compare_get(campaigns=campaigns, options=ReportOptions.from_params(request.query_params),
+                             compare=compare)
+        fmt = request.query_params.get("format", "json")
+        if fmt == "csv":
+            response = HttpResponse(compare_csv_zip(result), content_type="application/zip")
+            response["Content-Disposition"] = 'attachment; filename="comparison.zip"'
+            return response
+        if fmt == "html":
+            return HttpResponse(compare_html(result, query=_options_query(request)),
+                                content_type="text/html; charset=utf-8")
+        return Response(result)
