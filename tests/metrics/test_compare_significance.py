@@ -147,3 +147,15 @@ def test_another_researchers_campaign_is_404(researcher: User, other_researcher:
     client = token_client(researcher)
     assert client.get(f"{URL}?campaigns={a.pk},{theirs.pk}&test=permutation&draws=50").status_code == 404
     assert client.get(f"{URL}?campaign={theirs.pk}&settings=single,paired").status_code == 404
+
+
+def test_console_compare_page_shows_the_tests(researcher: User) -> None:
+    from tests.console.conftest import login
+
+    a = _pst(researcher, "console-a", stereotyped)
+    b = _pst(researcher, "console-b", lambda q: "Masculine")
+    html = login(researcher).get(f"/console/compare/?campaigns={a.pk},{b.pk}&draws=200").content.decode()
+    assert 'id="significance"' in html and 'id="pooled-alpha"' in html and "A = console-a, B = console-b" in html
+    assert "format=csv" in html and "test=permutation" in html
+    plain = login(researcher).get(f"/console/compare/?campaigns={a.pk},{b.pk}&test=none").content.decode()
+    assert 'id="significance"' not in plain and 'id="comparison"' in plain
