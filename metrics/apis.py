@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import renderers, status
 from rest_framework.request import Request
@@ -16,6 +16,7 @@ from common.permissions import IsResearcher
 
 from .compare_options import CompareOptions
 from .compare_services import compare_get
+from .dataset import dataset_tempfile
 from .exports import report_csv_zip, report_html
 from .options import ReportOptions
 from .render.compare import compare_csv_zip, compare_html
@@ -110,3 +111,23 @@ class ReportCompareApi(APIView):
             return HttpResponse(compare_html(result, query=_options_query(request)),
                                 content_type="text/html; charset=utf-8")
         return Response(result)
+
+
+class ZipRenderer(_Passthrough):
+    media_type = "application/zip"
+    format = "zip"
+
+
+class CampaignDatasetApi(APIView):
+    """The campaign's replication package: a zip of answer-level Parquet tables (anonymised annotators),
+    the spec, the report and a dataset card (metrics/dataset.py). Owner only; streamed from a
+    temporary file."""
+
+    permission_classes = [IsResearcher]
+    renderer_classes = [ZipRenderer, renderers.JSONRenderer]
+
+    @extend_schema(responses={(200, "application/zip"): bytes})
+    def get(self, request: Request, campaign_id: int) -> Any:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return FileResponse(dataset_tempfile(campaign=campaign), as_attachment=True,
+                            filename=f"campaign-{campaign.pk}-dataset.zip", content_type="application/zip")
