@@ -251,9 +251,12 @@ def compare_view(request: HttpRequest) -> HttpResponse:
         except ApplicationError as exc:
             ctx["errors"] = _errors(exc)
         else:
-            ctx["result"] = result
-            ctx.update(compare_page(result))
-            ctx.update(significance_page(result))
+            if result.get("status") == "building":
+                ctx["building"] = result
+            else:
+                ctx["result"] = result
+                ctx.update(compare_page(result))
+                ctx.update(significance_page(result))
             query = "campaigns=" + ",".join(str(c.pk) for c in chosen) + f"&test={params['test']}"
             ctx["api_url"] = "/api/reports/compare/?" + query
             ctx["csv_url"] = ctx["api_url"] + "&format=csv"

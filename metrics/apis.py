@@ -102,6 +102,8 @@ class ReportCompareApi(APIView):
         campaigns = [campaign_get(user=request.user, campaign_id=i) for i in dict.fromkeys(ids)]
         result = compare_get(campaigns=campaigns, options=ReportOptions.from_params(request.query_params),
                              compare=compare)
+        if result.get("status") == "building":  # a worker builds the tests (COMPARE_INLINE_MAX_WORK)
+            return Response(result, status=status.HTTP_202_ACCEPTED)
         fmt = request.query_params.get("format", "json")
         if fmt == "csv":
             response = HttpResponse(compare_csv_zip(result), content_type="application/zip")
