@@ -159,3 +159,17 @@ def test_console_compare_page_shows_the_tests(researcher: User) -> None:
     assert "format=csv" in html and "test=permutation" in html
     plain = login(researcher).get(f"/console/compare/?campaigns={a.pk},{b.pk}&test=none").content.decode()
     assert 'id="significance"' not in plain and 'id="comparison"' in plain
+
+
+def test_compare_rendering_runs_no_query(api: APIClient, researcher: User, django_assert_num_queries: Any) -> None:
+    from metrics.render.compare import compare_csv_zip, compare_html
+
+    a = _pst(researcher, "<b>a</b>", stereotyped)
+    b = _pst(researcher, "b", lambda q: "Masculine")
+    result = api.get(f"{URL}?campaigns={a.pk},{b.pk}&test=permutation&draws=100").json()
+    with django_assert_num_queries(0):
+        html = compare_html(result)
+        blob = compare_csv_zip(result)
+    assert "&lt;b&gt;a&lt;/b&gt;" in html and "<b>a</b>" not in html  # names are escaped
+    assert zipfile.ZipFile(io.BytesIO(blob)).read("significance.csv").decode().count("\n") == 1 + len(
+        result["significance"]["comparisons"][0]["rows"])
