@@ -103,7 +103,8 @@ def spec_planning(spec: dict[str, Any], summary: dict[str, Any], params: Any) ->
         "assumption": {**(PST_ASSUMPTION if kind == "pst" else GEP_ASSUMPTION), "redundancy": r},
         "confidence": 0.95,
         "target_half_width": target,
-        kind: block,
+        "pst": block if kind == "pst" else None,
+        "gep": block if kind == "gep" else None,
         "images_for_target": ({s: v.get("images_needed") for s, v in by_setting.items()} if target is not None
                               else None),
     }

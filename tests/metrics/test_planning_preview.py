@@ -20,7 +20,7 @@ def test_pst_preview_has_the_planned_half_widths(api: APIClient) -> None:
     body = api.post("/api/specs/preview/?target_half_width=3", PST, format="json").json()
     plan = body["planning"]
     assert plan["assumption"]["kappa"] == 0.90 and plan["assumption"]["redundancy"] == 5
-    assert plan["target_half_width"] == 3.0 and "gep" not in plan
+    assert plan["target_half_width"] == 3.0 and plan["gep"] is None
     paired = plan["pst"]["by_setting"]["paired"]
     ref = pst_plan(800, redundancy=5, persons_per_image=2, sts=40.0, kappa=0.90, icc=0.1, target_half_width=3.0)
     assert paired["images"] == 800 and paired["half_width"] == pytest.approx(ref["half_width"])
@@ -37,7 +37,7 @@ def test_pst_preview_has_the_planned_half_widths(api: APIClient) -> None:
 
 def test_gep_preview_and_no_target(api: APIClient) -> None:
     plan = api.post("/api/specs/preview/", GEP, format="json").json()["planning"]
-    assert plan["assumption"]["alpha"] == 0.81 and plan["images_for_target"] is None
+    assert plan["assumption"]["alpha"] == 0.81 and plan["images_for_target"] is None and plan["pst"] is None
     neutral = plan["gep"]["by_setting"]["neutral"]
     ref = gep_plan(160, 0.10, 0.06, n_attributes=15, setting="neutral", redundancy=3, alpha=0.81)
     assert neutral["half_width"] == pytest.approx(ref["half_width"]) and neutral["images_per_cell"] == 80
