@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
 from common.errors import ApplicationError
+from common.tasks import task_send
 from generation.models import Image
 
 from .compare import compare_from_reports, compare_kind
@@ -32,7 +33,6 @@ from .extract import CampaignFacts, campaign_data_version
 from .models import ReportSnapshot
 from .options import ReportOptions
 from .services import report_compare, report_get
-from .tasks import compare_build_task
 
 DEFAULT_INLINE_MAX_WORK = 100_000_000  # image-draws: about 15-20 s of draws on one core
 
@@ -74,7 +74,8 @@ def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOp
         except IntegrityError:  # another request claimed it
             return _tests(campaigns, options, compare)
         claimed = snap.pk
-        transaction.on_commit(lambda: compare_build_task.delay(claimed, ids, options.to_dict(), compare.to_dict()))
+        transaction.on_commit(lambda: task_send("metrics.compare_build",
+                                                args=[claimed, ids, options.to_dict(), compare.to_dict()]))
         return {"status": "building", "progress": 0.0, "snapshot": claimed}
     started = time.monotonic()
     payload = compare_payload(campaigns=campaigns, options=options, compare=compare)

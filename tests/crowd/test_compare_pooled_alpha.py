@@ -10,12 +10,24 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from campaigns.models import Campaign
+from campaigns.services import campaign_create
 from crowd.mturk_batch import mturk_batch_import
+from generation.importer import images_import
+from generation.models import Image
 from metrics.models import ReportSnapshot
-from tests.crowd.gep_data import batch_files
-from tests.crowd.test_mturk_batch import gep_campaign
+from tests.builders.gep_data import batch_files, manifest_for
+from tests.builders.metrics import make_questions
 
 pytestmark = pytest.mark.django_db
+
+
+def gep_campaign(owner: User, model: str, name: str) -> Campaign:
+    campaign = campaign_create(owner=owner, spec={"name": name, "kind": "gep", "seed": 1, "design": {},
+                                                  "backend": {"name": "import", "model": model}})
+    images_import(campaign=campaign, manifest_name="manifest.csv", manifest=manifest_for(model))
+    make_questions(campaign, list(Image.objects.filter(campaign=campaign).select_related("prompt")))
+    return campaign
 
 
 def test_pooled_alpha_over_the_three_models_is_the_papers_081(api: APIClient, researcher: User, settings: Any) -> None:

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 
 from campaigns.models import Campaign
 from metrics.models import ReportSnapshot
+from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 from tests.conftest import token_client
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 URL = "/api/reports/compare/"
@@ -150,7 +150,7 @@ def test_another_researchers_campaign_is_404(researcher: User, other_researcher:
 
 
 def test_console_compare_page_shows_the_tests(researcher: User) -> None:
-    from tests.console.conftest import login
+    from tests.builders.console import login
 
     a = _pst(researcher, "console-a", stereotyped)
     b = _pst(researcher, "console-b", lambda q: "Masculine")

@@ -12,9 +12,9 @@ from metrics.compare_build import compare_payload
 from metrics.compare_options import CompareOptions
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
+from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions
+from tests.builders.workers import Worker, broker_reset, wait_for
 from tests.conftest import token_client
-from tests.generation.workers import Worker, broker_reset, wait_for
-from tests.metrics.builders import SMALL_PST, annotators, answer_all, campaign_with_questions
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -20,8 +20,8 @@ from annotation.models import Answer, Enrollment
 from generation.models import Image
 from metrics.options import ReportOptions
 from metrics.services import report_build
+from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 from tests.conftest import token_client
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 
