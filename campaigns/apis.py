@@ -16,6 +16,7 @@ from common.parsers import SPEC_PARSERS
 from common.permissions import IsResearcher
 
 from . import presets
+from .registry import preview_providers
 from .selectors import campaign_get, campaign_list, campaign_progress, prompt_list
 from .services import campaign_create, campaign_delete
 from .spec import spec_expand, spec_normalize, spec_summary
@@ -142,12 +143,19 @@ class SpecPreviewApi(APIView):
     parser_classes = SPEC_PARSERS
 
     @extend_schema(request={"application/json": SpecInputSerializer, "application/yaml": SpecInputSerializer},
-                   responses={200: dict})
+                   responses={200: dict},
+                   parameters=[OpenApiParameter("target_half_width", float, description=(
+                       "planning: the wanted 95% half-width of the headline score (STS percent points for PST, "
+                       "GEP score for GEP)"))])
     def post(self, request: Request) -> Response:
         normalized = spec_normalize(request.data)
         plans = spec_expand(normalized)
         examples = [{"key": p.key, "setting": p.setting, "text": p.text} for p in plans[:: max(1, len(plans) // 8)][:8]]
-        return Response({"spec": normalized, **spec_summary(normalized, plans), "examples": examples})
+        summary = spec_summary(normalized, plans)
+        extra: dict[str, Any] = {}
+        for provider in preview_providers():  # e.g. metrics' `planning` (registry.register_preview)
+            extra.update(provider(normalized, summary, request.query_params))
+        return Response({"spec": normalized, **summary, "examples": examples, **extra})
 
 
 class PresetsApi(APIView):

@@ -50,3 +50,20 @@ def register_archiver(archiver: Archiver) -> None:
 
 def archivers() -> list[Archiver]:
     return list(_archivers)
+
+
+# Spec preview extensions: called by `POST /api/specs/preview/` with the normalised spec, its counts
+# (`spec_summary`) and the request's query parameters; each returns {key: value} merged into the
+# preview (metrics registers `planning`: expected interval half-widths). A provider raises
+# `common.errors.ApplicationError` naming its parameter for bad input (400).
+PreviewProvider = Callable[[dict[str, Any], dict[str, Any], Any], dict[str, Any]]
+_preview: list[PreviewProvider] = []
+
+
+def register_preview(provider: PreviewProvider) -> None:
+    if provider not in _preview:
+        _preview.append(provider)
+
+
+def preview_providers() -> list[PreviewProvider]:
+    return list(_preview)

@@ -21,9 +21,12 @@ from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
 from generation import services as generation_services
 from generation.selectors import image_list
+from metrics.compare_options import CompareOptions
+from metrics.compare_services import compare_get
 from metrics.options import ReportOptions
 from metrics.render import compare_page, report_page
-from metrics.services import report_compare, report_get
+from metrics.render.compare import significance_page
+from metrics.services import report_get
 
 from . import selectors
 from .access import owned_campaign, researcher_required
@@ -240,14 +243,23 @@ def compare_view(request: HttpRequest) -> HttpResponse:
             if part.strip().isdigit():
                 ids.append(int(part))
     ctx: dict[str, Any] = {"campaigns": campaigns, "selected": set(ids), "nav": "compare", "result": None, "errors": [], "figures": []}
+    ctx["test"] = request.GET.get("test", "permutation") if ids else "permutation"
     if ids:
         chosen = [owned_campaign(request, i) for i in dict.fromkeys(ids)]
+        params = {"test": ctx["test"] if len(chosen) > 1 else "none", "draws": request.GET.get("draws", "")}
         try:
-            result = report_compare(campaigns=chosen, options=ReportOptions())
+            result = compare_get(campaigns=chosen, options=ReportOptions(), compare=CompareOptions.from_params(params))
         except ApplicationError as exc:
             ctx["errors"] = _errors(exc)
         else:
-            ctx["result"] = result
-            ctx.update(compare_page(result))
-            ctx["api_url"] = "/api/reports/compare/?campaigns=" + ",".join(str(c.pk) for c in chosen)
+            if result.get("status") == "building":
+                ctx["building"] = result
+            else:
+                ctx["result"] = result
+                ctx.update(compare_page(result))
+                ctx.update(significance_page(result))
+            query = "campaigns=" + ",".join(str(c.pk) for c in chosen) + f"&test={params['test']}"
+            ctx["api_url"] = "/api/reports/compare/?" + query
+            ctx["csv_url"] = ctx["api_url"] + "&format=csv"
+            ctx["html_url"] = ctx["api_url"] + "&format=html"
     return render(request, "console/compare.html", ctx, status=400 if ctx["errors"] else 200)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import renderers, status
 from rest_framework.request import Request
@@ -14,9 +14,13 @@ from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
 
+from .compare_options import CompareOptions
+from .compare_services import compare_get
+from .dataset import dataset_tempfile
 from .exports import report_csv_zip, report_html
 from .options import ReportOptions
-from .services import report_compare, report_get
+from .render.compare import compare_csv_zip, compare_html
+from .services import report_get
 
 OPTION_PARAMS = [
     OpenApiParameter("format", str, enum=["json", "csv", "html"]),
@@ -71,19 +75,61 @@ class CampaignReportApi(APIView):
 
 
 class ReportCompareApi(APIView):
-    """`?campaigns=1,2,3`: headline figures of several campaigns of one kind side by side."""
+    """`?campaigns=1,2,3`: headline figures of several campaigns of one kind side by side; with
+    `test=permutation` (`draws`, `seed`) the pooled agreement and the significance of every pairwise
+    difference; `?campaign=ID&settings=A,B` compares two settings of one campaign. `format=csv|html`."""
 
     permission_classes = [IsResearcher]
+    renderer_classes = [renderers.JSONRenderer, CsvRenderer, HtmlRenderer]
 
-    @extend_schema(parameters=[OpenApiParameter("campaigns", str, required=True)], responses={200: dict})
-    def get(self, request: Request) -> Response:
-        raw = request.query_params.get("campaigns", "")
+    @extend_schema(parameters=[OpenApiParameter("campaigns", str), OpenApiParameter("campaign", int),
+                               OpenApiParameter("settings", str, description="two settings of one campaign: A,B"),
+                               OpenApiParameter("test", str, enum=["none", "permutation"]),
+                               OpenApiParameter("draws", int), *OPTION_PARAMS],
+                   responses={200: dict})
+    def get(self, request: Request) -> Any:
+        compare = CompareOptions.from_params(request.query_params)
+        field = "campaign" if compare.settings else "campaigns"
+        raw = request.query_params.get(field, "")
         try:
             ids = [int(x) for x in raw.split(",") if x.strip()]
         except ValueError as exc:
-            raise ApplicationError("campaigns must be a comma-separated list of campaign ids",
-                                   errors={"campaigns": ["not a list of integers"]}) from exc
+            raise ApplicationError(f"{field} must be a comma-separated list of campaign ids",
+                                   errors={field: ["not a list of integers"]}) from exc
         if not ids:
-            raise ApplicationError("Give campaigns=ID,ID,...", errors={"campaigns": ["required"]})
-        campaigns = [campaign_get(user=request.user, campaign_id=i) for i in ids]
-        return Response(report_compare(campaigns=campaigns, options=ReportOptions.from_params(request.query_params)))
+            raise ApplicationError(f"Give {field}=ID" + (",ID,..." if field == "campaigns" else ""),
+                                   errors={field: ["required"]})
+        campaigns = [campaign_get(user=request.user, campaign_id=i) for i in dict.fromkeys(ids)]
+        result = compare_get(campaigns=campaigns, options=ReportOptions.from_params(request.query_params),
+                             compare=compare)
+        if result.get("status") == "building":  # a worker builds the tests (COMPARE_INLINE_MAX_WORK)
+            return Response(result, status=status.HTTP_202_ACCEPTED)
+        fmt = request.query_params.get("format", "json")
+        if fmt == "csv":
+            response = HttpResponse(compare_csv_zip(result), content_type="application/zip")
+            response["Content-Disposition"] = 'attachment; filename="comparison.zip"'
+            return response
+        if fmt == "html":
+            return HttpResponse(compare_html(result, query=_options_query(request)),
+                                content_type="text/html; charset=utf-8")
+        return Response(result)
+
+
+class ZipRenderer(_Passthrough):
+    media_type = "application/zip"
+    format = "zip"
+
+
+class CampaignDatasetApi(APIView):
+    """The campaign's replication package: a zip of answer-level Parquet tables (anonymised annotators),
+    the spec, the report and a dataset card (metrics/dataset.py). Owner only; streamed from a
+    temporary file."""
+
+    permission_classes = [IsResearcher]
+    renderer_classes = [ZipRenderer, renderers.JSONRenderer]
+
+    @extend_schema(responses={(200, "application/zip"): bytes})
+    def get(self, request: Request, campaign_id: int) -> Any:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return FileResponse(dataset_tempfile(campaign=campaign), as_attachment=True,
+                            filename=f"campaign-{campaign.pk}-dataset.zip", content_type="application/zip")

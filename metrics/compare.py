@@ -2,8 +2,9 @@
 from their reports (pure: the reports are built or read by `services.report_compare`).
 
 The compared figures are data (`COMPARE_METRICS`): a metric names where its value and interval sit in
-a report. Adding a compared figure is one entry; a significance test between campaigns (planned) gets
-its own entry list next to it, computed from the campaigns' data, and its own keys in the result.
+a report. Adding a compared figure is one entry. The significance tests between campaigns are
+computed from the campaigns' data, not from their reports: `metrics/significance.py` (keys
+`significance`, `pooled_agreement`), run and cached by `metrics/compare_services.py`.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 from celery import shared_task
 
+from .compare_build import compare_build_snapshot
 from .services import report_build_snapshot
 
 
@@ -7,3 +8,10 @@ from .services import report_build_snapshot
 @shared_task(name="metrics.report_build", acks_late=True, ignore_result=True)
 def report_build_task(snapshot_id: int) -> None:
     report_build_snapshot(snapshot_id=snapshot_id)
+
+
+@shared_task(name="metrics.compare_build", acks_late=True, ignore_result=True)
+def compare_build_task(snapshot_id: int, campaign_ids: list[int], report_options: dict, compare_options: dict) -> None:
+    """A comparison too large for a request (COMPARE_INLINE_MAX_WORK); default queue."""
+    compare_build_snapshot(snapshot_id=snapshot_id, campaign_ids=campaign_ids, report_options=report_options,
+                           compare_options=compare_options)

@@ -98,6 +98,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_b
     # Turn off behind a pooler that cannot keep them (PgBouncer < 1.21 in transaction mode).
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 2**31 - 1
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Comparisons with significance tests (GET /api/reports/compare/?test=permutation, docs/metrics.md):
+# the most draws a request may ask for (400 naming `draws` above), and the work (draws x images over
+# the pairs, x 2) above which a worker builds the tests instead of the request (202 "building").
+COMPARE_MAX_DRAWS = env_int("COMPARE_MAX_DRAWS", 20_000)
+COMPARE_INLINE_MAX_WORK = env_int("COMPARE_INLINE_MAX_WORK", 100_000_000)
 # Outbound requests to URLs from outside the code (common/outbound.py): private, loopback and
 # link-local addresses are refused unless listed here (CIDRs, e.g. a lab's own model server).
 OUTBOUND_PRIVATE_ALLOWLIST = env_list("OUTBOUND_PRIVATE_ALLOWLIST", [])

@@ -181,6 +181,32 @@ document.addEventListener("DOMContentLoaded", function () {
     if (spec.kind === "pst") return setting === "single" ? 1 : 2;
     return setting === "neutral" ? (spec.design.attributes || []).length : 1;
   }
+  // Planned precision (the preview's `planning`, docs/metrics.md "Sample size planning").
+  function fmt(v, kind) {
+    if (v === null || v === undefined) return "–";
+    return kind === "pst" ? v.toFixed(1) : v.toFixed(3);
+  }
+  function showPlanning(p) {
+    const tbody = $("pv-planning-table").querySelector("tbody");
+    tbody.replaceChildren();
+    if (!p) { $("pv-halfwidth").textContent = "–"; $("pv-planning-note").textContent = ""; return; }
+    const kind = p.pst ? "pst" : "gep", block = p[kind], a = p.assumption;
+    $("pv-halfwidth").textContent = block.half_width === null ? "–"
+      : "± " + fmt(block.half_width, kind) + (kind === "pst" ? " STS points" : " GEP") + " (" + block.headline_setting + ")";
+    $("pv-planning-note").textContent = "Assuming " + (kind === "pst"
+      ? "annotator agreement kappa " + a.kappa + " (" + a.kappa_source + "), true STS " + a.true_sts
+      : "annotator agreement alpha " + a.alpha + " (" + a.alpha_source + ")") + ", R = " + a.redundancy + ".";
+    Object.keys(block.by_setting).forEach(function (s) {
+      const row = block.by_setting[s], tr = document.createElement("tr");
+      const need = p.images_for_target ? p.images_for_target[s] : null;
+      [s, row.images, fmt(row.half_width, kind), need === null || need === undefined ? "–" : need].forEach(function (v, i) {
+        const td = document.createElement(i ? "td" : "th");
+        if (!i) td.scope = "row"; else td.className = "num";
+        td.textContent = v; tr.append(td);
+      });
+      tbody.append(tr);
+    });
+  }
   async function preview() {
     const text = raw.value.trim();
     if (!text) { $("preview-state").textContent = "Waiting for a spec…"; return; }
@@ -189,7 +215,9 @@ document.addEventListener("DOMContentLoaded", function () {
     const mine = ++seq;
     $("preview-state").textContent = "Checking…";
     let r;
-    try { r = await window.Console.api("POST", "/api/specs/preview/", text, contentType); }
+    const target = ($("pv-target").value || "").trim();
+    const url = "/api/specs/preview/" + (target ? "?target_half_width=" + encodeURIComponent(target) : "");
+    try { r = await window.Console.api("POST", url, text, contentType); }
     catch (e) { $("preview-state").textContent = "Preview unavailable (network)."; return; }
     if (mine !== seq) return;  // a newer preview is on its way
     const ids = ["pv-prompts", "pv-images", "pv-questions", "pv-answers", "pv-cost"];
@@ -199,6 +227,7 @@ document.addEventListener("DOMContentLoaded", function () {
       $("pv-settings").querySelector("tbody").replaceChildren();
       $("pv-examples").replaceChildren();
       $("pv-cost-note").textContent = "";
+      showPlanning(null);
       showErrors((r.data && r.data.errors) || {}, (r.data && r.data.detail) || ("HTTP " + r.status));
       return;
     }
@@ -234,6 +263,7 @@ document.addEventListener("DOMContentLoaded", function () {
     $("pv-cost-note").textContent = (adaptive ? "upper bound (adaptive redundancy, " + red.min + " to " + red.max + " answers per question): " : "") + (per === "question"
       ? "answers × reward (" + answers + " × " + reward.toFixed(2) + ")"
       : "HITs × reward: " + Math.ceil(units * R / hit) + " HITs of " + hit + (spec.kind === "pst" ? " images" : " questions") + " × " + reward.toFixed(2));
+    showPlanning(d.planning || null);
     const ex = $("pv-examples");
     ex.replaceChildren();
     d.examples.forEach(function (e) {
@@ -247,6 +277,7 @@ document.addEventListener("DOMContentLoaded", function () {
   // ---- wiring ------------------------------------------------------------------------------
   $("builder").addEventListener("input", function () { showKind(); writeSpec(); });
   $("builder").addEventListener("change", function () { showKind(); writeSpec(); });
+  $("pv-target").addEventListener("input", schedulePreview);
   raw.addEventListener("input", function () { rawEdited = true; $("raw-note").hidden = false; schedulePreview(); });
   $("rebuild").addEventListener("click", function () { rawEdited = false; $("raw-note").hidden = true; writeSpec(); });
   document.querySelectorAll("input[name=preset]").forEach(function (r) {

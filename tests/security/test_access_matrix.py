@@ -94,6 +94,7 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "annotation:assignment-return": {"post": ANNOTATOR_OWN},
     # metrics
     "campaign-report": {"get": OWNER},
+    "campaign-dataset": {"get": OWNER},
     "report-compare": {"get": OWNER},
     # annotator pages (X's campaign is open: anyone may see its sign-up / login / work shell)
     "annotation-pages:work": {"get": PUBLIC},

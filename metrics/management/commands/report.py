@@ -1,4 +1,4 @@
-"""`python manage.py report ID --format json|csv|html --out PATH [--treatment ...]`."""
+"""`python manage.py report ID --format json|csv|html|dataset --out PATH [--treatment ...]`."""
 import json
 from pathlib import Path
 from typing import Any
@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
 from common.errors import ApplicationError
+from metrics.dataset import dataset_write
 from metrics.exports import report_csv_zip, report_html
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 from metrics.services import report_get
@@ -17,7 +18,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("id", type=int)
-        parser.add_argument("--format", choices=["json", "csv", "html"], default="json")
+        parser.add_argument("--format", choices=["json", "csv", "html", "dataset"], default="json",
+                            help="dataset: the replication package zip (Parquet, spec, dataset card)")
         parser.add_argument("--out", help="output file (default: standard output for json/html)")
         parser.add_argument("--treatment", choices=TREATMENTS)
         parser.add_argument("--gep-tie-policy", choices=GEP_TIE_POLICIES)
@@ -29,6 +31,14 @@ class Command(BaseCommand):
         campaign = Campaign.objects.filter(pk=options["id"], deleted_at__isnull=True).first()
         if campaign is None:
             raise CommandError(f"Campaign {options['id']} not found.")
+        if options["format"] == "dataset":
+            if not options.get("out"):
+                raise CommandError("--out PATH is required for --format dataset (a zip file).")
+            with open(options["out"], "wb") as handle:
+                summary = dataset_write(campaign=campaign, out=handle)
+            self.stderr.write(f"Wrote the dataset of campaign {campaign.pk} to {options['out']}: "
+                              f"{summary['answers']} answers, {summary['annotators']} annotators")
+            return
         params = {k: str(options[a]) for k, a in (("treatment", "treatment"), ("gep_tie_policy", "gep_tie_policy"),
                                                    ("aggregation", "aggregation"), ("n_boot", "n_boot"),
                                                    ("seed", "seed")) if options.get(a) is not None}
