@@ -28,6 +28,7 @@ from .models import (
     QualificationAttempt,
     Question,
 )
+from .families import family_instructions
 from .spec_section import annotation_settings
 
 ANNOTATOR_VISIBLE = (Campaign.Status.OPEN, Campaign.Status.PAUSED, Campaign.Status.CLOSED)
@@ -88,6 +89,7 @@ def task_info(*, campaign: Campaign, annotator: Annotator) -> dict[str, Any]:
     return {
         "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status},
         "instructions": cfg["instructions"],
+        "family_instructions": family_instructions(campaign.kind, cfg["setting_instructions"]),
         "consent_text": cfg["consent_text"],
         "consented": bool(enrollment and enrollment.consented_at),
         "enrollment_status": enrollment.status if enrollment else None,

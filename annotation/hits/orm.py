@@ -27,7 +27,8 @@ from . import rules
 from .rules import Candidate, HitPayload, Item, SubmitResult
 
 # A Candidate's fields, in its order, as ORM lookups from a question.
-CANDIDATE_FIELDS = ("id", "text", "choices", "image_id", "image__web_file", "image__file", "image__source_url", "slot")
+CANDIDATE_FIELDS = ("id", "text", "choices", "image_id", "image__web_file", "image__file", "image__source_url", "slot",
+                    "family", "setting")
 
 
 def candidates(qs: QuerySet[Question], limit: int, *, prefix: str = "") -> list[Candidate]:

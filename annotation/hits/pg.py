@@ -100,7 +100,7 @@ WHERE q.campaign_id = %(campaign)s AND q.assigned < q.required AND NOT i.exclude
                   WHERE s.question_id = q.id AND s.annotator_id = %(annotator)s)"""
 
 # Columns in rules.Candidate's order.
-_CANDIDATE = "q.id, q.text, q.choices::json, q.image_id, i.web_file, i.file, i.source_url, q.slot"
+_CANDIDATE = "q.id, q.text, q.choices::json, q.image_id, i.web_file, i.file, i.source_url, q.slot, q.family, q.setting"
 
 # The partial index question_pool_open_idx serves this ORDER BY (rules.POOL_ORDER); the held-HIT test
 # is repeated here because this statement's snapshot is taken after the enrollment lock is held.

@@ -31,6 +31,8 @@ from typing import Any, NamedTuple, TypedDict
 
 from common.errors import ApplicationError, ConflictError
 
+from ..families import example_family
+
 # Status values of the engine's rows (the models' TextChoices hold the same strings); spelled out so
 # this module needs no Django model.
 ACTIVE, SUBMITTED, EXPIRED, RETURNED = "active", "submitted", "expired", "returned"
@@ -62,6 +64,8 @@ class Candidate:
     file: str
     source_url: str
     slot: str
+    family: str = ""
+    setting: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,7 @@ class QuestionPayload(TypedDict):
     image_url: str
     text: str
     choices: list[str]
+    family: str  # the example family (annotation.families): which instructions and examples apply
 
 
 class HitPayload(TypedDict):
@@ -176,12 +181,13 @@ def hit_compose(rows: Sequence[Candidate], *, pst: bool, k: int, gold_rate: floa
 
 def question_payload(row: Candidate, *, image_url: ImageUrl) -> QuestionPayload:
     return {"id": row.id, "image_url": image_url(web_file=row.web_file, file=row.file, source_url=row.source_url),
-            "text": row.text, "choices": row.choices}
+            "text": row.text, "choices": row.choices, "family": example_family(row.family, row.setting)}
 
 
 def hit_payload(*, hit_id: int, expires_at: datetime, questions: Iterable[Candidate],
                 image_url: ImageUrl) -> HitPayload:
-    """The HIT as the annotator sees it: {"id", "expires_at", "questions": [{id, image_url, text, choices}]}."""
+    """The HIT as the annotator sees it: {"id", "expires_at", "questions": [{id, image_url, text, choices,
+    family}]}."""
     return {"id": hit_id, "expires_at": expires_at,
             "questions": [question_payload(q, image_url=image_url) for q in questions]}
 
