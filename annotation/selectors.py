@@ -18,6 +18,7 @@ from common.errors import ApplicationError, NotFoundError
 from generation.models import Image
 from generation.selectors import image_url
 
+from .families import family_instructions
 from .models import (
     AggregatedLabel,
     Annotator,
@@ -28,7 +29,6 @@ from .models import (
     QualificationAttempt,
     Question,
 )
-from .families import family_instructions
 from .spec_section import annotation_settings
 
 ANNOTATOR_VISIBLE = (Campaign.Status.OPEN, Campaign.Status.PAUSED, Campaign.Status.CLOSED)

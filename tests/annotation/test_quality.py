@@ -43,7 +43,7 @@ def test_gold_is_mixed_in_silently_and_not_aggregated(gold_campaign):
     hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk, rng=random.Random(3))
     ids = [q["id"] for q in hit["questions"]]
     assert len(ids) == 8 and len(set(ids) & gold_ids) == 4  # rate 0.5: 4 real + 4 gold
-    assert all(set(q) == {"id", "image_url", "text", "choices"} for q in hit["questions"])
+    assert all(set(q) == {"id", "image_url", "text", "choices", "family"} for q in hit["questions"])
     answers_submit(annotator=annotator, assignment_id=hit["id"],
                    answers=[{"question": i, "choice": "Yes", "time_ms": 1000} for i in ids])
     assert not AggregatedLabel.objects.filter(question_id__in=gold_ids).exists()

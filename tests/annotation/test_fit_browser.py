@@ -1,0 +1,157 @@
+"""The task page fits the screen (issue 17): at 1366x768, 1280x720, a 390x844 phone and the MTurk
+ExternalQuestion frame (tests/crowd/test_mturk_browser.py), the question, the whole image and every
+answer button lie inside the viewport with nothing scrolled, with the instructions open (first HIT)
+and closed (the I key). The image is scaled to the space left and keeps its aspect ratio.
+Screenshots: test-artifacts/screenshots/fit-*.png."""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.test import Client
+from django.utils import timezone
+from PIL import Image as PILImage
+from PIL import ImageDraw
+
+from annotation.services.lifecycle import questions_open
+from campaigns.models import Campaign
+from generation.models import Image
+from tests.annotation.conftest import make_annotator, make_campaign
+from tests.browser import Browser, browser  # noqa: F401  (fixture)
+from tests.conftest import make_researcher
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+SIZES = [(1366, 768, False), (1280, 720, False), (390, 844, True)]
+
+
+def _png(width: int, height: int, seed: int) -> bytes:
+    im = PILImage.new("RGB", (width, height), (90 + 40 * seed % 160, 150, 200))
+    draw = ImageDraw.Draw(im)
+    draw.ellipse((width * .1, height * .2, width * .4, height * .95), fill=(60, 70, 160))
+    draw.ellipse((width * .6, height * .2, width * .9, height * .95), fill=(160, 60, 60))
+    draw.rectangle((0, 0, width - 1, height - 1), outline=(0, 0, 0), width=6)  # the edge must stay visible
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _image(campaign: Campaign, prompt: Any, n: int, size: tuple[int, int]) -> Image:
+    key = default_storage.save(f"fit-test/{campaign.pk}-{n}.png", ContentFile(_png(*size, n)))
+    return Image.objects.create(campaign=campaign, prompt=prompt, sample_index=0, seed=prompt.seeds[0],
+                                status=Image.Status.DONE, file=key, web_file=key, width=size[0], height=size[1],
+                                backend="placeholder", synthetic=True, finished_at=timezone.now())
+
+
+def fit_campaign() -> Campaign:
+    """A PST campaign whose HIT holds big images (1024x1024 paired, 768x1152 single: taller than any
+    screen here), R = 1, HITs of 3 images."""
+    campaign = make_campaign(make_researcher("fitz"), kind="pst", annotation={"hit_size": 3, "redundancy": 1})
+    paired = list(campaign.prompts.filter(setting="paired").order_by("position")[:2])
+    single = list(campaign.prompts.filter(setting="single").order_by("position")[:1])
+    for i, p in enumerate(paired):
+        _image(campaign, p, i, (1024, 1024))
+    _image(campaign, single[0], 9, (768, 1152))
+    questions_open(campaign=campaign)
+    return campaign
+
+
+def login(b: Browser, user: Any) -> None:
+    client = Client()
+    client.force_login(user)
+    b.get("/")
+    b.driver.add_cookie({"name": django_settings.SESSION_COOKIE_NAME,
+                         "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value, "path": "/"})
+
+
+def assert_fits(b: Browser, name: str) -> dict[str, Any]:
+    """Question, image (whole) and every answer button (and Next) inside the viewport, unscrolled."""
+    b.wait(lambda d: d.execute_script("const i = document.getElementById('q-image');"
+                                      "return i.complete && i.naturalWidth > 0"), message="image not loaded")
+    b.wait(lambda d: b.js("return document.getElementById('q-image').getBoundingClientRect().height") > 0)
+    box = b.js("""
+        const r = e => { const x = e.getBoundingClientRect(); return [x.left, x.top, x.right, x.bottom]; };
+        const img = document.getElementById('q-image');
+        return {vw: document.documentElement.clientWidth, vh: window.innerHeight,
+                scroll: [window.scrollX, window.scrollY], page: document.documentElement.scrollHeight,
+                question: r(document.getElementById('q-text')), image: r(img), natural: [img.naturalWidth, img.naturalHeight],
+                buttons: [...document.querySelectorAll('#choices .choice'), document.getElementById('next')].map(r),
+                cue: r(document.querySelector('#frame .side-cue'))};""")
+    b.shot(name)
+    vw, vh = box["vw"], box["vh"]
+
+    def inside(rect: list[float], what: str) -> None:
+        left, top, right, bottom = rect
+        assert left >= -0.5 and top >= -0.5 and right <= vw + 0.5 and bottom <= vh + 0.5, (name, what, rect, vw, vh)
+
+    assert box["scroll"] == [0, 0], (name, box["scroll"])
+    assert box["page"] <= vh + 1, (name, "the page scrolls", box["page"], vh)
+    inside(box["question"], "question")
+    inside(box["image"], "image")
+    assert len(box["buttons"]) == 4
+    for rect in box["buttons"]:
+        inside(rect, "button")
+        assert rect[3] - rect[1] >= 44 and rect[2] - rect[0] >= 44, (name, "touch target too small", rect)
+    left, top, right, bottom = box["image"]
+    width, height = right - left, bottom - top
+    nw, nh = box["natural"]
+    assert abs(width / height - nw / nh) < 0.02, (name, "aspect ratio", width, height, nw, nh)
+    assert height >= 150, (name, "image too small to judge", width, height)
+    assert box["cue"] == box["image"], (name, "the side cue is not on the image", box["cue"], box["image"])
+    return box
+
+
+def _position(b: Browser) -> tuple[int, int]:
+    words = b.find("#progress").text.split()  # "Question 2 / 5"
+    return int(words[1]), int(words[3])
+
+
+def _choice_click(b: Browser, key: str) -> None:
+    b.find(f"#choices .choice[data-key={key}]").click()
+
+
+@pytest.mark.browser
+def test_task_page_fits_each_screen(browser: Browser) -> None:
+    b = browser
+    campaign = fit_campaign()
+    annotator, _ = make_annotator("fiona", campaign=campaign)
+    login(b, annotator.user)
+    for n, (width, height, mobile) in enumerate(SIZES):
+        b.viewport(width, height, mobile=mobile)
+        b.get(f"/work/{campaign.pk}/")
+        b.visible("#stage-task")
+        if n == 0:
+            # The first HIT: instructions (the PST paper's text) open, and everything still fits.
+            assert b.find("#instructions").get_attribute("open") is not None
+            assert "UCLA" in b.find("#instructions-text").text
+            family_text = b.find("#family-instructions").text
+            assert "decide whether the two individuals" in family_text
+        else:
+            assert b.find("#instructions").get_attribute("open") is None  # collapsed after the first HIT
+            b.keys("i")  # reachable with a key
+            b.wait(lambda d: b.find("#instructions").get_attribute("open") is not None)
+        assert_fits(b, f"fit-{width}x{height}-instructions-open")
+        b.keys("i")
+        b.wait(lambda d: b.find("#instructions").get_attribute("open") is None)
+        while _position(b)[0] != 1:  # a reload resumes at the first unanswered question
+            b.find("#back").click()
+        # Every question of the HIT (paired left/right, the tall single image) fits as well.
+        seen = []
+        while True:
+            at, total = _position(b)
+            seen.append(at)
+            assert_fits(b, f"fit-{width}x{height}-question-{at}")
+            if at == total:
+                break
+            _choice_click(b, "C")
+            b.wait(lambda d, at=at: _position(b)[0] == at + 1)
+        assert seen == list(range(1, total + 1)) and total == 5  # 2 paired images (2 questions each) + 1 single
+        b.keys("?")
+        b.wait(lambda d: b.find("#instructions").get_attribute("open") is not None)
+        b.keys("\ue00c")  # Escape closes it
+        b.wait(lambda d: b.find("#instructions").get_attribute("open") is None)
+    assert b.inline_code() == [] and b.console_errors() == []
