@@ -13,8 +13,9 @@ from typing import Any
 from campaigns.presets import PST_INSTRUCTIONS_INTRO, PST_QUESTIONS, PST_SETTING_INSTRUCTIONS
 from campaigns.spec import Problems, is_missing
 
-PERSON_CHOICES = ["Feminine", "Masculine", "Cannot identify"]
-ATTRIBUTE_CHOICES = ["Yes", "No"]
+from .families import ATTRIBUTE_CHOICES, PERSON_CHOICES
+
+__all__ = ["ATTRIBUTE_CHOICES", "PERSON_CHOICES", "annotation_settings", "validate_annotation"]
 
 # PST: the paper's own wordings and instructions (its Table 10; campaigns.presets).
 DEFAULT_QUESTIONS = {

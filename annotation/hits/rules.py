@@ -4,7 +4,7 @@ Both engines (`orm.py`, the portable reference, and `pg.py`, PostgreSQL's prepar
 hand them to these functions and write what they decide, so a rule changes in one place:
 
 - the pool: which questions may go into a HIT (:data:`POOL_ORDER`, :func:`pool_limit`; the predicate
-  itself, `assigned < required`, not seen, family qualified, image not excluded, is each engine's
+  itself, `assigned < required`, not seen, family qualified, image not excluded nor an example, is each engine's
   WHERE clause, side by side in `orm.next_hit` and `pg.NEXT_POOL`);
 - the HIT: whole images for PST, gold questions mixed in (:func:`hit_compose`);
 - the payload an annotator sees (:func:`hit_payload`);
