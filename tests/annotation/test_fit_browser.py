@@ -17,6 +17,7 @@ from django.utils import timezone
 from PIL import Image as PILImage
 from PIL import ImageDraw
 
+from annotation.services.examples import example_add
 from annotation.services.lifecycle import questions_open
 from campaigns.models import Campaign
 from generation.models import Image
@@ -51,12 +52,14 @@ def fit_campaign() -> Campaign:
     """A PST campaign whose HIT holds big images (1024x1024 paired, 768x1152 single: taller than any
     screen here), R = 1, HITs of 3 images."""
     campaign = make_campaign(make_researcher("fitz"), kind="pst", annotation={"hit_size": 3, "redundancy": 1})
-    paired = list(campaign.prompts.filter(setting="paired").order_by("position")[:2])
+    paired = list(campaign.prompts.filter(setting="paired").order_by("position")[:3])
     single = list(campaign.prompts.filter(setting="single").order_by("position")[:1])
-    for i, p in enumerate(paired):
-        _image(campaign, p, i, (1024, 1024))
+    images = [_image(campaign, p, i, (1024, 1024)) for i, p in enumerate(paired)]
     _image(campaign, single[0], 9, (768, 1152))
     questions_open(campaign=campaign)
+    # The third paired image is an example of the paired setting: shown in the instructions, never asked.
+    example_add(campaign=campaign, family="person:paired", image=images[2].pk, answer="Cannot identify",
+                caption="Both faces hidden")
     return campaign
 
 
@@ -130,6 +133,12 @@ def test_task_page_fits_each_screen(browser: Browser) -> None:
             assert "UCLA" in b.find("#instructions-text").text
             family_text = b.find("#family-instructions").text
             assert "decide whether the two individuals" in family_text
+            # The example of the HIT's paired questions, with its answer and caption.
+            figures = b.find_all("#examples figure")
+            assert len(figures) == 1 and figures[0].get_attribute("data-family") == "person:paired"
+            assert "Cannot identify" in figures[0].text and "Both faces hidden" in figures[0].text
+            b.wait(lambda d: d.execute_script("const i = document.querySelector('#examples img');"
+                                              "return i.complete && i.naturalWidth > 0"), message="example not loaded")
         else:
             assert b.find("#instructions").get_attribute("open") is None  # collapsed after the first HIT
             b.keys("i")  # reachable with a key

@@ -61,26 +61,32 @@ export function guideFor(questions) {
   $("examples-heading").hidden = n === 0;
 }
 
+/* The panel's state on #work-app too (work.css lays an open panel out beside the question on wide screens). */
+function sync() { app.classList.toggle("guide-open", $("instructions").open); }
+
 export function guideOpen(open) {
   $("instructions").open = open;
   if (!open) { markSeen(); }
+  sync();
 }
 
 /* At the start of a HIT: open for an annotator's first HIT here (or a resumed HIT's first question). */
 export function guideAtHitStart(resumeAtStart) {
   $("instructions").open = resumeAtStart && !seen();
+  sync();
 }
 
 export function guideToggle() {
   const panel = $("instructions");
   panel.open = !panel.open;
   if (!panel.open) { markSeen(); }
+  sync();
   if (panel.open) { panel.querySelector("summary").focus({ preventScroll: true }); }
 }
 
 export function initGuide() {
   $("instructions").addEventListener("toggle", function () {
-    app.classList.toggle("guide-open", $("instructions").open);
+    sync();
     if (!$("instructions").open) { markSeen(); }
   });
 }
