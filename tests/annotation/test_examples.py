@@ -12,9 +12,8 @@ from PIL import Image as PILImage
 
 from annotation.models import ExampleImage, Question
 from generation.models import Image
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 from tests.conftest import make_researcher, token_client
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = [pytest.mark.django_db]
 

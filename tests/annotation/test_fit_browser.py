@@ -9,10 +9,8 @@ import io
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.test import Client
 from django.utils import timezone
 from PIL import Image as PILImage
 from PIL import ImageDraw
@@ -21,8 +19,9 @@ from annotation.services.examples import example_add
 from annotation.services.lifecycle import questions_open
 from campaigns.models import Campaign
 from generation.models import Image
-from tests.annotation.conftest import make_annotator, make_campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
+from tests.builders.campaigns import make_annotator, make_campaign
+from tests.builders.taskpage import assert_fits, login
 from tests.conftest import make_researcher
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -61,51 +60,6 @@ def fit_campaign() -> Campaign:
     example_add(campaign=campaign, family="person:paired", image=images[2].pk, answer="Cannot identify",
                 caption="Both faces hidden")
     return campaign
-
-
-def login(b: Browser, user: Any) -> None:
-    client = Client()
-    client.force_login(user)
-    b.get("/")
-    b.driver.add_cookie({"name": django_settings.SESSION_COOKIE_NAME,
-                         "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value, "path": "/"})
-
-
-def assert_fits(b: Browser, name: str) -> dict[str, Any]:
-    """Question, image (whole) and every answer button (and Next) inside the viewport, unscrolled."""
-    b.wait(lambda d: d.execute_script("const i = document.getElementById('q-image');"
-                                      "return i.complete && i.naturalWidth > 0"), message="image not loaded")
-    b.wait(lambda d: b.js("return document.getElementById('q-image').getBoundingClientRect().height") > 0)
-    box = b.js("""
-        const r = e => { const x = e.getBoundingClientRect(); return [x.left, x.top, x.right, x.bottom]; };
-        const img = document.getElementById('q-image');
-        return {vw: document.documentElement.clientWidth, vh: window.innerHeight,
-                scroll: [window.scrollX, window.scrollY], page: document.documentElement.scrollHeight,
-                question: r(document.getElementById('q-text')), image: r(img), natural: [img.naturalWidth, img.naturalHeight],
-                buttons: [...document.querySelectorAll('#choices .choice'), document.getElementById('next')].map(r),
-                cue: r(document.querySelector('#frame .side-cue'))};""")
-    b.shot(name)
-    vw, vh = box["vw"], box["vh"]
-
-    def inside(rect: list[float], what: str) -> None:
-        left, top, right, bottom = rect
-        assert left >= -0.5 and top >= -0.5 and right <= vw + 0.5 and bottom <= vh + 0.5, (name, what, rect, vw, vh)
-
-    assert box["scroll"] == [0, 0], (name, box["scroll"])
-    assert box["page"] <= vh + 1, (name, "the page scrolls", box["page"], vh)
-    inside(box["question"], "question")
-    inside(box["image"], "image")
-    assert len(box["buttons"]) == 4
-    for rect in box["buttons"]:
-        inside(rect, "button")
-        assert rect[3] - rect[1] >= 44 and rect[2] - rect[0] >= 44, (name, "touch target too small", rect)
-    left, top, right, bottom = box["image"]
-    width, height = right - left, bottom - top
-    nw, nh = box["natural"]
-    assert abs(width / height - nw / nh) < 0.02, (name, "aspect ratio", width, height, nw, nh)
-    assert height >= 150, (name, "image too small to judge", width, height)
-    assert box["cue"] == box["image"], (name, "the side cue is not on the image", box["cue"], box["image"])
-    return box
 
 
 def _position(b: Browser) -> tuple[int, int]:
