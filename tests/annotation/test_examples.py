@@ -144,3 +144,37 @@ def test_pst_families_are_its_settings(researcher: Any) -> None:
     good = api.post(f"/api/campaigns/{campaign.pk}/examples/", {"family": "person:paired", "image": image.pk,
                                                                  "answer": "Cannot identify"}, format="json")
     assert good.status_code == 201
+
+
+def test_examples_travel_with_the_campaign_archive(api: Any, gep: Any, media: Any) -> None:
+    import json
+    import zipfile
+
+    url = f"/api/campaigns/{gep.pk}/examples/"
+    image, family = next(iter(_families(gep).items()))
+    assert api.post(url, {"family": family, "image": image, "answer": "Yes", "caption": "c"}, format="json").status_code == 201
+    assert api.post(url, {"family": family, "answer": "No", "file": SimpleUploadedFile("u.png", _png())},
+                    format="multipart").status_code == 201
+    archive = api.get(f"/api/campaigns/{gep.pk}/export/").content
+    imported = api.post("/api/campaigns/import/", {"archive": io.BytesIO(archive)}, format="multipart")
+    assert imported.status_code == 201, imported.content
+    copy = imported.json()["id"]
+    rows = list(ExampleImage.objects.filter(campaign_id=copy).order_by("order"))
+    assert [(e.family, e.answer, e.caption, e.image is not None) for e in rows] == [
+        (family, "Yes", "c", True), (family, "No", "", False)]
+    assert rows[0].image.campaign_id == copy and rows[0].image.sha256 == Image.objects.get(pk=image).sha256
+    assert rows[1].file == ExampleImage.objects.get(campaign=gep, image__isnull=True).file
+
+    # An uploaded example must name content-addressed keys: anything else is refused, nothing written.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(archive)) as src, zipfile.ZipFile(buf, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "examples.jsonl":
+                data = (json.dumps({"family": family, "image": None, "file": "../../etc/passwd", "web_file": "x",
+                                    "answer": "No"}) + "\n").encode()
+            dst.writestr(item.filename, data)
+    before = ExampleImage.objects.count()
+    bad = api.post("/api/campaigns/import/", {"archive": io.BytesIO(buf.getvalue())}, format="multipart")
+    assert bad.status_code == 400 and "examples.jsonl line 1" in bad.json()["detail"]
+    assert ExampleImage.objects.count() == before
