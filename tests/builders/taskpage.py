@@ -2,6 +2,7 @@
 Shared by tests/annotation/test_fit_browser.py and the MTurk walk (tests/crowd/test_mturk_browser.py)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -31,7 +32,8 @@ def assert_fits(b: Browser, name: str) -> dict[str, Any]:
                 question: r(document.getElementById('q-text')), image: r(img), natural: [img.naturalWidth, img.naturalHeight],
                 buttons: [...document.querySelectorAll('#choices .choice'), document.getElementById('next')].map(r),
                 cue: r(document.querySelector('#frame .side-cue'))};""")
-    b.shot(name)
+    shot = b.shot(name)
+    shot.with_suffix(".json").write_text(json.dumps(box))  # the measured boxes, next to the screenshot
     vw, vh = box["vw"], box["vh"]
 
     def inside(rect: list[float], what: str) -> None:
