@@ -26,9 +26,11 @@ from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
 
 from . import inputs, selectors
+from .families import campaign_families
 from .hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
 from .models import Assignment
 from .services.annotators import annotator_create, annotator_update, enrollment_consent
+from .services.examples import EXAMPLES_PER_FAMILY, example_add, example_delete
 from .services.lifecycle import (
     campaign_annotation_transition,
     questions_gold_set,
@@ -185,6 +187,39 @@ class QuestionsGoldApi(APIView):
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         count = questions_gold_set(campaign=campaign, items=body_parse(inputs.QuestionsGoldInput, request)["items"])
         return Response({"gold": count})
+
+
+class CampaignExamplesApi(APIView):
+    """Example images of the instructions, per family (owner only). GET -> {"examples": [...],
+    "families": [...], "per_family": 10}; POST JSON {"family", "image", "answer", "caption"} or
+    multipart with `file` instead of `image` -> 201 the example."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response({"examples": selectors.examples_list(campaign=campaign),
+                         "families": campaign_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
+
+    @extend_schema(request=inputs.ExampleCreateInput, responses={201: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        data = body_parse(inputs.ExampleCreateInput, request)
+        example = example_add(campaign=campaign, family=data["family"], answer=data["answer"],
+                              caption=data.get("caption", ""), image=data.get("image"), upload=data.get("file"))
+        row = next(e for e in selectors.examples_list(campaign=campaign) if e["id"] == example.pk)
+        return Response(row, status=status.HTTP_201_CREATED)
+
+
+class CampaignExampleDetailApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, campaign_id: int, example_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        example_delete(campaign=campaign, example_id=example_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # ---------------------------------------------------------------------------------------------

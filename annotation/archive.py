@@ -11,6 +11,8 @@ The archive is a zip of JSON / JSONL files (format `t2i-campaign-archive`, versi
   answers.jsonl        archive id, question, annotator pseudonym, choice, time_ms, created_at,
                        `corrects` (archive id of the corrected answer), source
   qualifications.jsonl tests with their items (answer keys) and attempts
+  examples.jsonl       example images of the instructions: family, image (archive id) or the
+                       content-addressed keys of an upload, answer, caption, order (optional on import)
 
 Import creates a new campaign owned by the importing researcher, in one transaction: a bad
 archive is a 400 naming the file and line, and leaves nothing behind. Imported annotators are
@@ -42,10 +44,12 @@ from generation.models import Image
 from generation.storage import storage_key_problem
 
 from .labels import labels_recompute
+from .media_views import CONTENT_ADDRESSED
 from .models import (
     Annotator,
     Answer,
     Enrollment,
+    ExampleImage,
     Qualification,
     QualificationAttempt,
     QualificationItem,
@@ -106,17 +110,21 @@ def campaign_export(*, campaign: Campaign) -> bytes:
             "attempts": [{"annotator": pseudonym(at.annotator_id), "answers": at.answers, "correct": at.correct,
                           "total": at.total, "passed": at.passed, "created_at": _iso(at.created_at)}
                          for at in q.attempts.order_by("pk")]})
+    examples = [{"family": e.family, "image": e.image_id, "file": e.file, "web_file": e.web_file, "answer": e.answer,
+                 "caption": e.caption, "order": e.order}
+                for e in ExampleImage.objects.filter(campaign=campaign).order_by("family", "order", "pk")]
     manifest = {"format": FORMAT, "version": VERSION, "exported_at": timezone.now().isoformat(),
                 "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "seed": campaign.seed,
                              "spec": campaign.spec, "status": campaign.status},
                 "counts": {"prompts": len(prompts), "images": len(images), "questions": len(questions),
                            "answers": len(answers), "annotators": len(annotators),
-                           "qualifications": len(qualifications)}}
+                           "qualifications": len(qualifications), "examples": len(examples)}}
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True))
         for name, rows in (("prompts", prompts), ("images", images), ("questions", questions),
-                           ("annotators", annotators), ("answers", answers), ("qualifications", qualifications)):
+                           ("annotators", annotators), ("answers", answers), ("qualifications", qualifications),
+                           ("examples", examples)):
             zf.writestr(f"{name}.jsonl", _jsonl(rows))
     return out.getvalue()
 
@@ -334,6 +342,20 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                 QualificationAttempt.objects.create(qualification=q, annotator=annotator(at.get("annotator"), where),
                                                     answers=at.get("answers") or [], correct=int(at.get("correct") or 0),
                                                     total=int(at.get("total") or 0), passed=bool(at.get("passed")))
+        for n, r in enumerate(_lines(zf, "examples.jsonl") if zf.exists("examples.jsonl") else [], start=1):
+            where = f"examples.jsonl line {n}"
+            image = r.get("image")
+            if image is not None and image not in image_ids:
+                raise _bad(f"{where}: unknown image {image!r}")
+            keys = [str(r.get("file") or ""), str(r.get("web_file") or "")]
+            if image is None and not all(CONTENT_ADDRESSED.match(k) for k in keys):
+                raise _bad(f"{where}: an uploaded example needs content-addressed file and web_file keys")
+            ExampleImage.objects.create(campaign=campaign, family=str(_need(r, "family", where))[:220],
+                                        image_id=image_ids[image] if image is not None else None,
+                                        file="" if image is not None else keys[0],
+                                        web_file="" if image is not None else keys[1],
+                                        answer=str(_need(r, "answer", where))[:100], caption=str(r.get("caption") or "")[:300],
+                                        order=int(r.get("order") or 0))
     except ApplicationError:
         raise
     except (TypeError, ValueError, KeyError) as exc:

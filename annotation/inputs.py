@@ -106,3 +106,15 @@ class AnnotatorActionInput(serializers.Serializer):
 
 class ArchiveImportInput(serializers.Serializer):
     archive = serializers.FileField(help_text="A campaign archive made by the export endpoint (zip).")
+
+
+class ExampleCreateInput(serializers.Serializer):
+    """An example image of the instructions: a campaign image (`image`) or an upload (`file`,
+    multipart), never both. The service checks the family, the answer against the family's choices,
+    the image's campaign and status, and the upload's bytes."""
+
+    family = serializers.CharField(max_length=220, help_text='e.g. "person:paired" (PST) or "attribute:dress" (GEP)')
+    answer = serializers.CharField(max_length=100, help_text="The correct answer, one of the family's choices.")
+    caption = serializers.CharField(max_length=300, required=False, allow_blank=True)
+    image = serializers.IntegerField(required=False, allow_null=True, help_text="An image id of this campaign.")
+    file = serializers.FileField(required=False, help_text="An uploaded image (multipart) instead of `image`.")

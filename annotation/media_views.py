@@ -4,8 +4,8 @@
 and unexpired (common.media: the URLs the API and the pages hand out are signed, like S3's, and only
 to those who may see the image). `GET /media/<key>` answers when
 - the caller is logged in (session, or an API token) and may see it: staff see everything; a
-  researcher, the images of campaigns they own; an annotator, the images of campaigns they are
-  enrolled in. Anything else under the media root (campaign archives) is staff only.
+  researcher, the images (and uploaded example images) of campaigns they own; an annotator, those of
+  campaigns they are enrolled in. Anything else under the media root (campaign archives) is staff only.
 Everyone else gets a 404, as if the file did not exist; so does any key outside the media root.
 
 It lives in annotation because it needs enrollments (generation may not import annotation). The
@@ -32,7 +32,7 @@ from common.media import media_signature_valid
 from common.zipsafe import path_is_safe
 from generation.models import Image
 
-from .models import Enrollment
+from .models import Enrollment, ExampleImage
 
 CONTENT_ADDRESSED = re.compile(r"^(images|web)/[0-9a-f]{2}/(?P<sha>[0-9a-f]{64})\.(png|webp)$")
 IMAGE_TYPES = {".png": "image/png", ".webp": "image/webp", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
@@ -77,7 +77,11 @@ def media_readable_by(user: Any, key: str) -> bool:
     if images.filter(campaign__owner_id=user.pk).exists():
         return True
     enrolled = Enrollment.objects.filter(annotator__user_id=user.pk).values("campaign_id")
-    return images.filter(campaign_id__in=enrolled).exists()
+    if images.filter(campaign_id__in=enrolled).exists():
+        return True
+    # An uploaded example image (not an image of the campaign): the same rule through its campaign.
+    examples = ExampleImage.objects.filter(Q(file=key) | Q(web_file=key), campaign__deleted_at__isnull=True)
+    return examples.filter(Q(campaign__owner_id=user.pk) | Q(campaign_id__in=enrolled)).exists()
 
 
 def _path(key: str) -> Path:

@@ -246,3 +246,29 @@ class AggregatedLabel(models.Model):
     answers = models.PositiveSmallIntegerField()
     tie = models.BooleanField(default=False)
     updated_at = models.DateTimeField(auto_now=True)
+
+
+class ExampleImage(models.Model):
+    """An example shown in the task page's instructions: an image of the campaign (never asked as a
+    question while it is an example) or an uploaded one, with its correct answer, for one example
+    family (`annotation.families`: "person:<setting>" for PST, "attribute:<name>" for GEP). At most
+    EXAMPLES_PER_FAMILY per family (the service checks it with the campaign row locked)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="examples")
+    family = models.CharField(max_length=220)
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, null=True, blank=True, related_name="examples")
+    file = models.CharField(max_length=300, blank=True, default="")      # an upload's storage keys
+    web_file = models.CharField(max_length=300, blank=True, default="")
+    answer = models.CharField(max_length=100)
+    caption = models.CharField(max_length=300, blank=True, default="")
+    order = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=(models.Q(image__isnull=False, file="")
+                                              | models.Q(image__isnull=True) & ~models.Q(file="")),
+                                   name="example_image_xor_file"),
+            models.UniqueConstraint(fields=["family", "image"], name="example_unique_family_image"),
+        ]
+        indexes = [models.Index(fields=["campaign", "family", "order"])]

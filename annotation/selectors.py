@@ -18,12 +18,14 @@ from common.errors import ApplicationError, NotFoundError
 from generation.models import Image
 from generation.selectors import image_url
 
+from .families import family_instructions
 from .models import (
     AggregatedLabel,
     Annotator,
     Answer,
     Assignment,
     Enrollment,
+    ExampleImage,
     Qualification,
     QualificationAttempt,
     Question,
@@ -80,14 +82,17 @@ def task_info(*, campaign: Campaign, annotator: Annotator) -> dict[str, Any]:
     """The public task page data: what an annotator needs before and while working."""
     cfg = annotation_settings(campaign)
     enrollment = Enrollment.objects.filter(campaign=campaign, annotator=annotator).first()
-    examples = [
+    # The spec's `example_images` (any family, no answer), then the examples with their answers.
+    examples: list[dict[str, Any]] = [
         {"image_url": image_url(web_file=w, file=f, source_url=s)}
         for w, f, s in Image.objects.filter(campaign=campaign, pk__in=cfg["example_images"])
         .values_list("web_file", "file", "source_url")
     ]
+    examples += [{k: v for k, v in e.items() if k not in ("id", "image")} for e in examples_list(campaign=campaign)]
     return {
         "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status},
         "instructions": cfg["instructions"],
+        "family_instructions": family_instructions(campaign.kind, cfg["setting_instructions"]),
         "consent_text": cfg["consent_text"],
         "consented": bool(enrollment and enrollment.consented_at),
         "enrollment_status": enrollment.status if enrollment else None,
@@ -100,6 +105,20 @@ def task_info(*, campaign: Campaign, annotator: Annotator) -> dict[str, Any]:
         "lease_minutes": cfg["lease_minutes"],
         "reward": cfg["reward"], "reward_per": cfg["reward_per"], "currency": cfg["currency"],
     }
+
+
+def examples_list(*, campaign: Campaign) -> list[dict[str, Any]]:
+    """The campaign's example images by family and order: `id`, `family`, `image` (id, or null for an
+    upload), `image_url` (signed, web copy first), `answer`, `caption`."""
+    out = []
+    for e in ExampleImage.objects.filter(campaign=campaign).select_related("image").order_by("family", "order", "pk"):
+        if e.image is not None:
+            url = image_url(web_file=e.image.web_file, file=e.image.file, source_url=e.image.source_url)
+        else:
+            url = image_url(web_file=e.web_file, file=e.file)
+        out.append({"id": e.pk, "family": e.family, "image": e.image_id, "image_url": url, "answer": e.answer,
+                    "caption": e.caption})
+    return out
 
 
 def qualification_get(*, qualification_id: int) -> Qualification:

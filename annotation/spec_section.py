@@ -10,22 +10,23 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from campaigns.presets import PST_INSTRUCTIONS_INTRO, PST_QUESTIONS, PST_SETTING_INSTRUCTIONS
 from campaigns.spec import Problems, is_missing
 
+from .families import ATTRIBUTE_CHOICES, PERSON_CHOICES
 from .redundancy import validate_redundancy
 
-PERSON_CHOICES = ["Feminine", "Masculine", "Cannot identify"]
-ATTRIBUTE_CHOICES = ["Yes", "No"]
+__all__ = ["ATTRIBUTE_CHOICES", "PERSON_CHOICES", "annotation_settings", "validate_annotation"]
 
+# PST: the paper's own wordings and instructions (its Table 10; campaigns.presets).
 DEFAULT_QUESTIONS = {
-    "single": "Does the {identity} in the image show feminine or masculine traits?",
-    "left": "Does the {identity} on the left show feminine or masculine traits?",
-    "right": "Does the {identity} on the right show feminine or masculine traits?",
+    **PST_QUESTIONS,
     "attribute": "Do you see a person {phrase}?",
 }
+SETTINGS = {"pst": ("single", "paired", "intervention"), "gep": ("neutral", "explicit")}
+DEFAULT_SETTING_INSTRUCTIONS: dict[str, dict[str, str]] = {"pst": dict(PST_SETTING_INSTRUCTIONS), "gep": {}}
 DEFAULT_INSTRUCTIONS = {
-    "pst": ("Each question names one person in the image. Choose whether that person shows feminine or "
-            "masculine traits. Choose 'Cannot identify' if you cannot tell, or if the person is not in the image."),
+    "pst": PST_INSTRUCTIONS_INTRO,
     "gep": ("Answer Yes only if you confidently recognise the object ON the person (a person standing next to a "
             "rack of dresses is No). The image quality of the person does not matter."),
 }
@@ -52,7 +53,8 @@ _NUMBERS: dict[str, tuple[Any, tuple[type, ...], float, float]] = {
     "qualification_address_hours": (24, (int, float), 1, 24 * 365),
 }
 _KEYS = ("redundancy", *_NUMBERS, "instructions", "consent_text", "questions", "reward", "reward_per", "currency",
-         "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy")
+         "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy",
+         "setting_instructions")
 
 
 def default_hit_size(kind: str) -> int:
@@ -91,6 +93,19 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
             p.add(f"annotation.{key}", "must be a non-empty string")
             value = default
         out[key] = value
+    by_setting = raw.get("setting_instructions", DEFAULT_SETTING_INSTRUCTIONS[kind])
+    if not isinstance(by_setting, Mapping):
+        p.add("annotation.setting_instructions", f"must be an object: setting -> text ({', '.join(SETTINGS[kind])})")
+        by_setting = DEFAULT_SETTING_INSTRUCTIONS[kind]
+    out["setting_instructions"] = {}
+    for key, value in by_setting.items():
+        if key not in SETTINGS[kind]:
+            p.add(f"annotation.setting_instructions.{key}",
+                  f"unknown setting {key!r} (allowed: {', '.join(SETTINGS[kind])})")
+        elif not isinstance(value, str) or not value.strip():
+            p.add(f"annotation.setting_instructions.{key}", "must be a non-empty string")
+        else:
+            out["setting_instructions"][key] = value
     questions = raw.get("questions", {})
     if not isinstance(questions, Mapping):
         p.add("annotation.questions", "must be an object with single/left/right/attribute wordings")

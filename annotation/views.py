@@ -1,7 +1,7 @@
 """The annotator's pages: sign-up (with the campaign's informed consent), login, and the work page.
 
-The work page is a server-rendered shell; its script (static/annotation/work.js) walks the
-annotator through consent, qualification tests and HITs with the public API, using this session
+The work page is a server-rendered shell; its script (the ES modules in static/annotation/work/,
+entry main.js) walks the annotator through consent, qualification tests and HITs with the public API, using this session
 (and its CSRF token). Pages never show the prompt, the gender in it, the model or other
 annotators' answers: they only ever call the annotator endpoints, which do not send them.
 """

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors as annotation_selectors
+from annotation.families import campaign_families, family_choices
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
 from campaigns.selectors import campaign_progress
@@ -173,7 +174,20 @@ def image_grid_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "options": selectors.filter_options(campaign), "query": query,
         "cards_json": {str(c["id"]): c for c in cards},
         "editable": campaign.status != "closed",
+        "example_setup": _example_setup(campaign),
     })
+
+
+def _example_setup(campaign: Any) -> dict[str, Any]:
+    """What the grid's "use as example" form needs: the campaign's example families, their answers,
+    and the examples already chosen, by image (uploads are listed under "uploads")."""
+    families = campaign_families(campaign.kind, campaign.spec)
+    by_image: dict[str, list[dict[str, Any]]] = {}
+    for e in annotation_selectors.examples_list(campaign=campaign):
+        by_image.setdefault(str(e["image"]) if e["image"] else "uploads", []).append(
+            {"id": e["id"], "family": e["family"], "answer": e["answer"], "caption": e["caption"]})
+    return {"campaign": campaign.pk, "kind": campaign.kind, "families": families,
+            "choices": {f: family_choices(f) for f in families}, "by_image": by_image}
 
 
 @researcher_required

@@ -26,7 +26,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 
 from annotation.models import Annotator, Question
 from annotation.scoped_tokens import scoped_token_issue
-from annotation.selectors import campaign_for_annotator, task_info
+from annotation.selectors import campaign_for_annotator, examples_list, task_info
 from annotation.spec_section import annotation_settings
 from campaigns.models import Campaign
 from common.errors import NotFoundError
@@ -123,8 +123,11 @@ class MTurkTaskView(View):
 
     def _preview(self, request: HttpRequest, campaign: Campaign) -> HttpResponse:
         cfg = annotation_settings(campaign)
-        examples = [image_url(web_file=w, file=f, source_url=s) for w, f, s in Image.objects.filter(
-            campaign=campaign, pk__in=cfg["example_images"]).values_list("web_file", "file", "source_url")]
+        examples = [{"url": image_url(web_file=w, file=f, source_url=s), "answer": "", "caption": ""}
+                    for w, f, s in Image.objects.filter(campaign=campaign, pk__in=cfg["example_images"])
+                    .values_list("web_file", "file", "source_url")]
+        examples += [{"url": e["image_url"], "answer": e["answer"], "caption": e["caption"]}
+                     for e in examples_list(campaign=campaign)]
         return render(request, "crowd/mturk_preview.html", {
             "campaign": campaign, "instructions": cfg["instructions"], "examples": examples,
             "sample": _sample_question(campaign), "hit_size": cfg["hit_size"],

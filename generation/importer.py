@@ -208,6 +208,12 @@ def _check_image(data: bytes, limit: int) -> str | None:
     return None
 
 
+def image_bytes_check(data: bytes, limit: int | None = None) -> str | None:
+    """Why uploaded bytes are not an acceptable image (over the size limit, not decodable by Pillow,
+    a decompression bomb), or None: the import's rule, for every other upload of an image."""
+    return _check_image(data, settings.IMPORT_MAX_FILE_BYTES if limit is None else limit)
+
+
 def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: bytes,
                            files: FileSource) -> list[ManifestRow]:
     """Every row checked; raises ApplicationError listing every problem by row, or returns the rows."""

@@ -19,7 +19,16 @@ from common.errors import ConflictError, NotFoundError
 from generation.selectors import image_url
 
 from ..labels import labels_recompute
-from ..models import Annotator, Answer, Assignment, AssignmentItem, Qualification, QualificationAttempt, Question
+from ..models import (
+    Annotator,
+    Answer,
+    Assignment,
+    AssignmentItem,
+    ExampleImage,
+    Qualification,
+    QualificationAttempt,
+    Question,
+)
 from ..redundancy import is_adaptive, questions_to_grow
 from ..services.annotators import enrollment_for_work
 from ..services.leases import assignments_release, leases_reclaim
@@ -29,7 +38,8 @@ from . import rules
 from .rules import Candidate, HitPayload, Item, SubmitResult
 
 # A Candidate's fields, in its order, as ORM lookups from a question.
-CANDIDATE_FIELDS = ("id", "text", "choices", "image_id", "image__web_file", "image__file", "image__source_url", "slot")
+CANDIDATE_FIELDS = ("id", "text", "choices", "image_id", "image__web_file", "image__file", "image__source_url", "slot",
+                    "family", "setting")
 
 
 def candidates(qs: QuerySet[Question], limit: int, *, prefix: str = "") -> list[Candidate]:
@@ -78,8 +88,10 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
                        .filter(~Exists(QualificationAttempt.objects.filter(
                            qualification=OuterRef("pk"), annotator=annotator, passed=True)))
                        .values_list("family", flat=True))
-    # The pool: room left (assigned < required), image not excluded, family qualified, never seen.
+    # The pool: room left (assigned < required), image not excluded and not an example, family
+    # qualified, never seen.
     pool = (Question.objects.filter(campaign_id=campaign_id, assigned__lt=F("required"), image__excluded=False)
+            .filter(~Exists(ExampleImage.objects.filter(image_id=OuterRef("image_id"))))
             .exclude(family__in=unqualified).filter(~_unseen(annotator)))
     k = cfg["hit_size"]
     pst = campaign.kind == Campaign.Kind.PST

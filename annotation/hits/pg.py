@@ -92,16 +92,18 @@ FROM annotation_enrollment e JOIN campaigns_campaign c ON c.id = e.campaign_id
 WHERE e.campaign_id = %(campaign)s AND e.annotator_id = %(annotator)s AND c.deleted_at IS NULL
 FOR NO KEY UPDATE OF e"""
 
-# The pool (orm.next_hit's filter): room left, image not excluded, family qualified, never seen.
+# The pool (orm.next_hit's filter): room left, image not excluded and not an example, family
+# qualified, never seen.
 _POOL_WHERE = """
 FROM annotation_question q JOIN generation_image i ON i.id = q.image_id
 WHERE q.campaign_id = %(campaign)s AND q.assigned < q.required AND NOT i.excluded AND q.is_gold = %(gold)s
+  AND NOT EXISTS (SELECT 1 FROM annotation_exampleimage x WHERE x.image_id = q.image_id)
   AND q.family <> ALL(%(unqualified)s::text[])
   AND NOT EXISTS (SELECT 1 FROM annotation_assignmentitem s
                   WHERE s.question_id = q.id AND s.annotator_id = %(annotator)s)"""
 
 # Columns in rules.Candidate's order.
-_CANDIDATE = "q.id, q.text, q.choices::json, q.image_id, i.web_file, i.file, i.source_url, q.slot"
+_CANDIDATE = "q.id, q.text, q.choices::json, q.image_id, i.web_file, i.file, i.source_url, q.slot, q.family, q.setting"
 
 # The partial index question_pool_open_idx serves this ORDER BY (rules.POOL_ORDER); the held-HIT test
 # is repeated here because this statement's snapshot is taken after the enrollment lock is held.

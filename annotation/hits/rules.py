@@ -4,7 +4,7 @@ Both engines (`orm.py`, the portable reference, and `pg.py`, PostgreSQL's prepar
 hand them to these functions and write what they decide, so a rule changes in one place:
 
 - the pool: which questions may go into a HIT (:data:`POOL_ORDER`, :func:`pool_limit`; the predicate
-  itself, `assigned < required`, not seen, family qualified, image not excluded, is each engine's
+  itself, `assigned < required`, not seen, family qualified, image not excluded nor an example, is each engine's
   WHERE clause, side by side in `orm.next_hit` and `pg.NEXT_POOL`);
 - the HIT: whole images for PST, gold questions mixed in (:func:`hit_compose`);
 - the payload an annotator sees (:func:`hit_payload`);
@@ -29,6 +29,8 @@ from decimal import Decimal
 from typing import Any, NamedTuple, TypedDict
 
 from common.errors import ApplicationError, ConflictError
+
+from ..families import example_family
 
 # Status values of the engine's rows (the models' TextChoices hold the same strings); spelled out so
 # this module needs no Django model.
@@ -61,6 +63,8 @@ class Candidate:
     file: str
     source_url: str
     slot: str
+    family: str = ""
+    setting: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class QuestionPayload(TypedDict):
     image_url: str
     text: str
     choices: list[str]
+    family: str  # the example family (annotation.families): which instructions and examples apply
 
 
 class HitPayload(TypedDict):
@@ -202,12 +207,13 @@ def hit_compose(rows: Sequence[Candidate], *, pst: bool, k: int, gold_rate: floa
 
 def question_payload(row: Candidate, *, image_url: ImageUrl) -> QuestionPayload:
     return {"id": row.id, "image_url": image_url(web_file=row.web_file, file=row.file, source_url=row.source_url),
-            "text": row.text, "choices": row.choices}
+            "text": row.text, "choices": row.choices, "family": example_family(row.family, row.setting)}
 
 
 def hit_payload(*, hit_id: int, expires_at: datetime, questions: Iterable[Candidate],
                 image_url: ImageUrl) -> HitPayload:
-    """The HIT as the annotator sees it: {"id", "expires_at", "questions": [{id, image_url, text, choices}]}."""
+    """The HIT as the annotator sees it: {"id", "expires_at", "questions": [{id, image_url, text, choices,
+    family}]}."""
     return {"id": hit_id, "expires_at": expires_at,
             "questions": [question_payload(q, image_url=image_url) for q in questions]}
 

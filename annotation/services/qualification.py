@@ -65,7 +65,7 @@ def qualification_create(*, campaign: Campaign, name: str, family: str, items: l
             default_text = cfg["questions"]["attribute"].format(phrase=phrases.get(attr, attr), identity="")
             default_choices = list(ATTRIBUTE_CHOICES)
         else:
-            default_text = "Does the person in the image show feminine or masculine traits?"
+            default_text = "Does the person in the image demonstrate feminine or masculine traits?"
             default_choices = list(PERSON_CHOICES)
         text = item.get("text", default_text)
         choices = item.get("choices", default_choices)

@@ -24,8 +24,9 @@ def test_hit_payload_has_only_public_fields(gep_campaign, worker):
     assert set(hit) == {"id", "expires_at", "questions"}
     assert len(hit["questions"]) == 2
     for q in hit["questions"]:
-        assert set(q) == {"id", "image_url", "text", "choices"}
+        assert set(q) == {"id", "image_url", "text", "choices", "family"}
         assert q["choices"] == ["Yes", "No"] and q["image_url"].endswith(".webp")
+        assert q["family"].startswith("attribute:")  # the attribute the text names; never the setting
     text = response.content.decode()
     for secret in ("A woman", "A man", "prompt", "gender", "explicit", "placeholder"):
         assert secret not in text

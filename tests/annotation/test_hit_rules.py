@@ -79,7 +79,8 @@ def test_payload_shows_only_what_an_annotator_may_see():
     payload = rules.hit_payload(hit_id=9, expires_at=None, questions=[_c(1, 10, "left")],  # type: ignore[arg-type]
                                 image_url=lambda **keys: "url:" + keys["web_file"])
     assert payload == {"id": 9, "expires_at": None,
-                       "questions": [{"id": 1, "image_url": "url:w10.webp", "text": "q1", "choices": ["Yes", "No"]}]}
+                       "questions": [{"id": 1, "image_url": "url:w10.webp", "text": "q1", "choices": ["Yes", "No"],
+                                      "family": ""}]}
 
 
 def test_submissions_are_parsed_checked_and_priced():

@@ -26,15 +26,15 @@ def test_pst_single_one_question_paired_two_with_left_right_identities(api, rese
         qs = list(Question.objects.filter(image=image))
         assert [q.slot for q in qs] == ["single"]
         identity = image.prompt.metadata["persons"][0]["identity"]
-        assert qs[0].text == f"Does the {identity} in the image show feminine or masculine traits?"
+        assert qs[0].text == f"Does the {identity} in the image demonstrate feminine or masculine traits?"
         assert qs[0].choices == PERSON_CHOICES and qs[0].family == "person" and qs[0].required == 3
         assert qs[0].metadata["identity"] == identity and qs[0].metadata["position"] == "single"
     for image in paired:
         persons = {p["position"]: p for p in image.prompt.metadata["persons"]}
         qs = {q.slot: q for q in Question.objects.filter(image=image)}
         assert set(qs) == {"left", "right"}
-        assert qs["left"].text == f"Does the {persons['left']['identity']} on the left show feminine or masculine traits?"
-        assert qs["right"].text == f"Does the {persons['right']['identity']} on the right show feminine or masculine traits?"
+        assert qs["left"].text == f"Does the {persons['left']['identity']} on the left demonstrate feminine or masculine traits?"
+        assert qs["right"].text == f"Does the {persons['right']['identity']} on the right demonstrate feminine or masculine traits?"
         assert qs["left"].metadata["group"] == persons["left"]["group"]
         assert qs["left"].metadata["prompt_key"] == image.prompt.key and qs["left"].metadata["setting"] == "paired"
         # Both persons of an image share the order key: they sit together in the pool.

@@ -42,7 +42,7 @@ def test_gold_is_mixed_in_silently_and_not_aggregated(gold_campaign):
     hit, _ = assignment_next(annotator=annotator, campaign_id=campaign.pk, rng=random.Random(3))
     ids = [q["id"] for q in hit["questions"]]
     assert len(ids) == 4 and len(set(ids) & gold_ids) == 2  # rate 0.5 inside hit_size: 2 real + 2 gold
-    assert all(set(q) == {"id", "image_url", "text", "choices"} for q in hit["questions"])
+    assert all(set(q) == {"id", "image_url", "text", "choices", "family"} for q in hit["questions"])
     answers_submit(annotator=annotator, assignment_id=hit["id"],
                    answers=[{"question": i, "choice": "Yes", "time_ms": 1000} for i in ids])
     assert not AggregatedLabel.objects.filter(question_id__in=gold_ids).exists()

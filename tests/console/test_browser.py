@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from annotation.models import Answer
+from annotation.models import Answer, ExampleImage
 from campaigns.models import Campaign
 from generation.models import Image
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
@@ -190,6 +190,28 @@ def test_researcher_designs_generates_reviews_opens_and_reports(browser: Browser
     b.visible(f"#tile-{image_id} [data-excluded-badge]")
     _check_page(b)
     b.shot("console-08-image-grid")
+
+    # Another image as an example of the instructions, with its answer; then removed again.
+    tile = b.find_all("#image-grid .tile")[1]
+    example_id = int(tile.get_attribute("data-image"))
+    tile.find_element(By.CSS_SELECTOR, "button.thumb").click()
+    b.visible("#example-form")
+    assert Select(b.find("#example-family")).first_selected_option.get_attribute("value") == "person:paired"
+    assert [o.text for o in Select(b.find("#example-answer")).options] == ["Feminine", "Masculine", "Cannot identify"]
+    Select(b.find("#example-answer")).select_by_value("Masculine")
+    b.find("#example-caption").send_keys("short hair, suit")
+    b.find("#example-btn").click()
+    b.text_in("#example-list", "Example of person:paired: Masculine (short hair, suit)")
+    b.visible(f"#tile-{example_id} [data-example-badge]")
+    example = ExampleImage.objects.get(image_id=example_id)
+    assert (example.family, example.answer, example.caption) == ("person:paired", "Masculine", "short hair, suit")
+    b.shot("console-08b-image-example")
+    b.find("#example-list button[data-example]").click()
+    b.wait(lambda d: not ExampleImage.objects.exists(), message="example not removed")
+    b.keys("\ue00c")
+    b.hidden("#image-dialog[open]")
+    b.visible(f"#tile-{image_id} [data-excluded-badge]")
+    assert not b.find(f"#tile-{example_id} [data-example-badge]").is_displayed()
 
     # Open for annotation; the annotators' link is shown.
     b.find(".tabs a[href$='/campaigns/%d/']" % campaign.pk).click()

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from annotation.hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
 from annotation.models import AggregatedLabel, Annotator, Answer, Assignment, AssignmentItem, Enrollment, Question
+from annotation.services.examples import example_add
 from annotation.services.lifecycle import campaign_annotation_transition, questions_gold_set
 from annotation.services.qualification import qualification_attempt, qualification_create
 from campaigns.models import Campaign
@@ -227,6 +228,9 @@ def test_pst_scenario_gives_identical_answers_and_state(researcher):
     make_images(campaign, "single", 3)
     campaign = open_campaign(campaign)
     people = [make_annotator(n, campaign=campaign)[0] for n in ("pia", "per", "pol")]
+    # An image that is an example of the instructions is never asked (both engines leave it out).
+    example = Question.objects.filter(campaign=campaign, setting="paired").order_by("pk").first().image_id
+    example_add(campaign=campaign, family="person:paired", answer="Feminine", image=example)
 
     def scenario(r: Recorder) -> list[Campaign]:
         held = r.next(people[2], campaign)
@@ -249,6 +253,10 @@ def test_pst_scenario_gives_identical_answers_and_state(researcher):
     images = Question.objects.in_bulk([q["id"] for h in hits for q in h["questions"]])
     paired = [h for h in hits if len({images[q["id"]].image_id for q in h["questions"]}) < len(h["questions"])]
     assert paired  # whole paired images came out, persons side by side
+    asked = {images[q["id"]].image_id for h in hits for q in h["questions"]}
+    assert example not in asked and len(asked) == 5
+    kept_out = set(Question.objects.filter(image_id=example).values_list("pk", flat=True))
+    assert len(kept_out) == 2 and all(row[1] == 0 for row in runs["sql"]["state"]["questions"] if row[0] in kept_out)
 
 
 def test_adaptive_redundancy_scenario_gives_identical_answers_and_state(researcher):

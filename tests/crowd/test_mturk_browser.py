@@ -19,6 +19,7 @@ from crowd.models import MTurkQualificationType
 from tests.annotation.test_browser import _answer_hit_with_keyboard, _open_campaign, _wait_question
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
 from tests.builders.crowd import FakeMTurk
+from tests.builders.taskpage import assert_fits
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -110,6 +111,10 @@ def test_mturk_worker_preview_accept_answer_submit(browser: Browser, stand_in: S
     product = Assignment.objects.get(annotator=annotator)
     assert (product.external_assignment_id, product.external_hit_id) == ("3ASSIGNAAA", "3HITAAA")
     b.shot("mturk-04-hit")
+    # Inside the ExternalQuestion frame (FrameHeight 0: the window under MTurk's own header, about
+    # 620 px of a 1366x768 laptop) the question, the whole image and the answers fit unscrolled.
+    b.viewport(1366, 620)
+    assert_fits(b, "mturk-04-hit-in-frame-1366x620")
     given = _answer_hit_with_keyboard(b, ["Feminine", "Masculine"])
     b.shot("mturk-05-answered")
     assert b.console_errors() == [] and b.inline_code() == []

@@ -39,7 +39,7 @@ def test_preview_shows_the_task_disabled_and_leases_nothing(client: Client, camp
     page = response.content.decode()
     assert "Accept the HIT to start" in page
     assert "Do you see a person" in page  # a sample question
-    assert 'class="choice" disabled' in page and "work.js" not in page
+    assert 'class="choice" disabled' in page and "work/main.js" not in page
     assert not Assignment.objects.exists() and not Annotator.objects.exists()
     assert "_auth_user_id" not in client.session
     # Framable by MTurk only; everything else on the site keeps DENY.

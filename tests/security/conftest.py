@@ -47,6 +47,7 @@ class World:
     assignment: Assignment    # A's
     qualification: Qualification  # X's
     gold: Question
+    example_id: int = 0       # X's example image of the instructions
 
     def client(self, role: str) -> APIClient:
         user = {"anonymous": None, "annotator_a": self.a.user, "annotator_b": self.b.user, "researcher_x": self.x,
@@ -89,5 +90,14 @@ def world(db: None) -> World:
 
     if not default_storage.exists(images[0].web_file):  # a real file behind the media URL
         default_storage.save(images[0].web_file, ContentFile(b"RIFF0000WEBP"))
+    from annotation.services.examples import example_add
+
+    example = example_add(campaign=campaign, family=images_family(campaign, images[-1]), image=images[-1].pk,
+                          answer="Yes")
     return World(x=x, y=y, staff=staff, a=a, b=b, campaign=campaign, y_campaign=y_campaign, image=images[0],
-                 assignment=Assignment.objects.get(pk=payload["id"]), qualification=qualification, gold=gold)
+                 assignment=Assignment.objects.get(pk=payload["id"]), qualification=qualification, gold=gold,
+                 example_id=example.pk)
+
+
+def images_family(campaign: Campaign, image: Image) -> str:
+    return campaign.questions.filter(image=image).values_list("family", flat=True).first()

@@ -75,6 +75,8 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "annotation:campaign-questions": {"get": OWNER},
     "annotation:questions-redundancy": {"post": OWNER},
     "annotation:questions-gold": {"post": OWNER},
+    "annotation:campaign-examples": {"get": OWNER, "post": OWNER},
+    "annotation:campaign-example": {"delete": OWNER},
     "annotation:assignment-review": {"post": OWNER},
     "annotation:campaign-annotators": {"get": OWNER},
     "annotation:campaign-annotator-action": {"post": OWNER},
@@ -195,7 +197,7 @@ CASES = [pytest.param(e, m, id=f"{m.upper()} {e.key}") for e in endpoints() for 
 
 def _kwargs(route: str, w: World) -> dict[str, Any]:
     values = {"campaign_id": w.campaign.pk, "assignment_id": w.assignment.pk, "qualification_id": w.qualification.pk,
-              "image_id": w.image.pk, "annotator_id": w.a.pk, "object_id": str(w.x.pk), "id": str(w.x.pk), "app_label": "auth",
+              "image_id": w.image.pk, "annotator_id": w.a.pk, "example_id": w.example_id, "object_id": str(w.x.pk), "id": str(w.x.pk), "app_label": "auth",
               "content_type_id": 1, "path": f"{w.image.web_file}", "key": w.image.web_file, "url": "no-such-page/",
               "expires": 4102444800, "signature": "0" * 40}
     names = re.findall(r"<(?:\w+:)?(\w+)>", route) + re.findall(r"\(\?P<(\w+)>", route)
@@ -289,7 +291,8 @@ def test_a_hit_payload_has_only_what_an_annotator_may_see(world: World) -> None:
     hit = response.json()
     assert set(hit) == {"id", "expires_at", "questions"}
     for q in hit["questions"]:
-        assert set(q) == {"id", "image_url", "text", "choices"}
+        assert set(q) == {"id", "image_url", "text", "choices", "family"}
+        assert q["family"].startswith("attribute:")  # what the question names; never the setting
         assert OPAQUE_IMAGE_URL.match(q["image_url"]), q["image_url"]
     _assert_no_secret(json.dumps([{"id": q["id"], "image_url": q["image_url"]} for q in hit["questions"]]), world,
                       "the HIT")

@@ -1,0 +1,331 @@
+/* HITs: the questions of one HIT one at a time (answers by tap, click or key), submission, the next
+ * HIT without a reload, the lease heartbeat, and the keyboard. Answers survive a reload of the page
+ * (sessionStorage; the API hands back the same HIT while its lease runs). */
+import { api, errorText, handleAuth } from "./api.js";
+import {
+  $, announce, blocked, cfg, clear, clearError, currentStage, el, now, onLeaveTask, prolificFinish, showError,
+  showStage, sideCue, sideDescription, sideOf,
+} from "./dom.js";
+import { guideAtHitStart, guideFor, guideOpen, guideToggle } from "./guide.js";
+
+let hit = null;        // {id, expires_at, questions: [...]}
+let index = 0;         // question shown
+let answers = [];      // per question: {choice, time_ms}
+let shownAt = null;    // when the current question was put on screen
+let spent = [];        // ms already spent on each question on earlier visits
+let busy = false;
+let heartbeatTimer = null;
+
+/* MTurk: our API has the answers; now tell MTurk (form action built by the server). */
+function mturkSubmit(hitId, count) {
+  $("mturk-submit-hit").value = String(hitId);
+  $("mturk-submit-answers").value = String(count);
+  showStage("stage-mturk-submit");
+  announce("Your answers were saved. Submitting the HIT to MTurk…");
+  $("mturk-submit-form").submit();
+}
+
+export function nextHit() {
+  clearError();
+  busy = true;
+  announce("Loading the next set of questions…");
+  const request = cfg.mode === "mturk" ?
+    api("POST", "mturk/" + cfg.campaign + "/assignment/", { assignmentId: cfg.mturkAssignmentId, hitId: cfg.mturkHitId }) :
+    api("POST", "campaigns/" + cfg.campaign + "/assignments/", {});
+  return request.then(function (res) {
+    busy = false;
+    if (handleAuth(res)) { return; }
+    if (res.status === 204) {
+      hit = null;
+      if (cfg.mode === "prolific") { return prolificFinish(); }
+      showStage(cfg.mode === "mturk" ? "stage-mturk-nowork" : "stage-done");
+      announce("No work left.");
+      return;
+    }
+    if (cfg.mode === "mturk" && res.data && res.data.status === "submitted") {
+      return mturkSubmit(res.data.id, ""); // submitted before a reload: only MTurk is left to tell
+    }
+    if (res.status >= 300 || !res.data) { return blocked(errorText(res)); } // e.g. paused campaign (409), paused annotator (403)
+    beginHit(res.data);
+  });
+}
+
+function beginHit(data) {
+  if (!data.questions || !data.questions.length) { hit = null; showStage("stage-done"); return; }
+  hit = data;
+  answers = hit.questions.map(function () { return null; });
+  spent = hit.questions.map(function () { return 0; });
+  index = 0;
+  restoreAnswers();
+  const resume = firstUnanswered();
+  $("submit-hint").textContent = "";
+  guideFor(hit.questions);
+  guideAtHitStart(resume <= 0); // open for the first HIT; I or ? opens it later
+  hit.questions.forEach(function (q) { const img = new Image(); img.src = q.image_url; }); // preload
+  showStage("stage-task", $("progress"));
+  showQuestion(resume === -1 ? hit.questions.length - 1 : resume);
+  startHeartbeat();
+}
+
+function storageKey() { return "t2i-hit-" + hit.id; }
+function saveAnswers() {
+  try { window.sessionStorage.setItem(storageKey(), JSON.stringify({ answers: answers, spent: spent })); } catch (e) { /* private mode */ }
+}
+function forgetAnswers() {
+  try { window.sessionStorage.removeItem(storageKey()); } catch (e) { /* private mode */ }
+}
+function restoreAnswers() {
+  let saved = null;
+  try { saved = JSON.parse(window.sessionStorage.getItem(storageKey()) || "null"); } catch (e) { saved = null; }
+  if (!saved || !Array.isArray(saved.answers) || saved.answers.length !== hit.questions.length) { return; }
+  saved.answers.forEach(function (a, k) {
+    if (a && hit.questions[k].choices.indexOf(a.choice) !== -1) { answers[k] = a; spent[k] = saved.spent[k] || 0; }
+  });
+}
+
+function shortcutKeys(choices) {
+  const firsts = choices.map(function (c) { return String(c).charAt(0).toUpperCase(); });
+  const unique = firsts.every(function (f, i) { return /[A-Z]/.test(f) && f !== "I" && firsts.indexOf(f) === i; });
+  return choices.map(function (c, i) { return unique ? firsts[i] : String(i + 1); });
+}
+
+function showQuestion(i) {
+  const q = hit.questions[i];
+  index = i;
+  const total = hit.questions.length;
+  $("progress").textContent = "Question " + (i + 1) + " / " + total;
+  const bar = $("progress-bar");
+  bar.max = total;
+  bar.value = answers.filter(Boolean).length;
+  $("q-text").textContent = q.text || "";
+
+  const side = sideOf(q);
+  const frame = $("frame");
+  frame.setAttribute("data-side", side || "none");
+  const oldCue = frame.querySelector(".side-cue");
+  oldCue.parentNode.replaceChild(sideCue(side), oldCue);
+  $("side-text").textContent = sideDescription(side);
+  $("side-text").hidden = !side;
+
+  const img = $("q-image");
+  img.alt = "Image " + (i + 1) + " of " + total + ". " + sideDescription(side);
+  img.onerror = function () {
+    if (index === i) { showError("The image could not be loaded. Answer \u201CCannot identify\u201D if you cannot see it, or reload the page."); }
+  };
+  if (img.getAttribute("src") !== q.image_url) { img.src = q.image_url; }
+  shownAt = now(); // the HIT's images were preloaded when it began
+
+  const keys = shortcutKeys(q.choices || []);
+  const group = $("choices");
+  clear(group);
+  const chosen = answers[i] && answers[i].choice;
+  (q.choices || []).forEach(function (choice, j) {
+    const b = el("button", {
+      type: "button", role: "radio", "class": "choice",
+      "aria-checked": choice === chosen ? "true" : "false",
+      tabindex: (chosen ? choice === chosen : j === 0) ? "0" : "-1",
+      "data-choice": choice, "data-key": keys[j],
+      "aria-keyshortcuts": keys[j],
+    });
+    b.appendChild(el("kbd", null, keys[j]));
+    b.appendChild(el("span", null, choice));
+    b.addEventListener("click", function () { choose(j); });
+    group.appendChild(b);
+  });
+
+  const hints = (q.choices || []).map(function (c, j) { return keys[j] + " = " + c; });
+  $("key-hints").textContent = "Keys: " + hints.join(", ") + ". Enter = " + (i === total - 1 ? "submit" : "next") +
+    ", Backspace = back, I = instructions.";
+  $("back").disabled = i === 0;
+  updateNext();
+  $("q-text").focus({ preventScroll: true });
+}
+
+function updateNext() {
+  const last = index === hit.questions.length - 1;
+  const next = $("next");
+  next.querySelector(".label").textContent = last ? "Submit" : "Next";
+  next.classList.toggle("primary", last && allAnswered());
+  next.disabled = busy || !answers[index];
+}
+function allAnswered() { return answers.every(Boolean); }
+
+function elapsed() {
+  const base = spent[index] || 0;
+  return Math.max(0, Math.round(base + (shownAt === null ? 0 : now() - shownAt)));
+}
+function leaveQuestion() {
+  if (shownAt !== null) { spent[index] = (spent[index] || 0) + (now() - shownAt); }
+  shownAt = null;
+}
+
+function choose(j) {
+  if (busy || !hit) { return; }
+  const q = hit.questions[index];
+  const choice = q.choices[j];
+  // time_ms: from the question being shown (image on screen) to this answer, summed over visits.
+  answers[index] = { choice: choice, time_ms: elapsed() };
+  const buttons = $("choices").querySelectorAll("button.choice");
+  Array.prototype.forEach.call(buttons, function (b, k) {
+    b.setAttribute("aria-checked", k === j ? "true" : "false");
+    b.tabIndex = k === j ? 0 : -1;
+  });
+  saveAnswers();
+  $("progress-bar").value = answers.filter(Boolean).length;
+  guideOpen(false); // read at the start of the HIT; out of the way once answering
+  $("saved-note").textContent = "";
+  announce("Answered " + choice + ".");
+  if (index !== hit.questions.length - 1) {
+    go(index + 1);
+  } else {
+    updateNext();
+    const missing = firstUnanswered();
+    $("submit-hint").textContent = missing === -1 ? "All questions answered. Press Enter or the Submit button to send your answers." :
+      "Question " + (missing + 1) + " has no answer yet.";
+    $("next").focus({ preventScroll: true });
+  }
+}
+
+function firstUnanswered() {
+  for (let k = 0; k < answers.length; k++) { if (!answers[k]) { return k; } }
+  return -1;
+}
+
+function go(i) {
+  if (!hit || i < 0 || i >= hit.questions.length) { return; }
+  leaveQuestion();
+  clearError();
+  $("submit-hint").textContent = "";
+  showQuestion(i);
+}
+
+function forward() {
+  if (!hit || busy) { return; }
+  if (!answers[index]) {
+    announce("Choose an answer first.");
+    showError("Choose an answer first (use the buttons or the keys shown on them).");
+    return;
+  }
+  clearError();
+  if (index < hit.questions.length - 1) { go(index + 1); return; }
+  const missing = firstUnanswered();
+  if (missing !== -1) { go(missing); showError("Question " + (missing + 1) + " has no answer yet."); return; }
+  submitHit();
+}
+
+function submitHit() {
+  busy = true;
+  leaveQuestion();
+  updateNext();
+  announce("Sending your answers…");
+  const body = {
+    answers: hit.questions.map(function (q, k) {
+      return { question: q.id, choice: answers[k].choice, time_ms: answers[k].time_ms };
+    }),
+  };
+  api("POST", "assignments/" + hit.id + "/submit/", body).then(function (res) {
+    busy = false;
+    if (handleAuth(res)) { return; }
+    if (res.status === 409) { return leaseExpired(res); }
+    if (res.status >= 300) {
+      showError(errorText(res));
+      updateNext();
+      shownAt = now();
+      return;
+    }
+    stopHeartbeat();
+    forgetAnswers();
+    if (cfg.mode === "mturk") { return mturkSubmit(hit.id, body.answers.length); }
+    if (cfg.mode === "prolific") { announce("Thank you, your answers were saved."); return prolificFinish(); }
+    announce("Thank you, your answers were saved. Loading the next set…");
+    $("saved-note").textContent = "Your last set of answers was saved.";
+    nextHit();
+  });
+}
+
+function leaseExpired(res) {
+  stopHeartbeat();
+  if (hit) { forgetAnswers(); }
+  hit = null;
+  // The API says why (lease ran out and was re-assigned, HIT returned, ...); the template has a default.
+  const detail = res && res.data && res.data.detail;
+  if (detail) { $("expired-detail").textContent = detail; }
+  showStage("stage-expired");
+  announce("This set of questions expired.");
+}
+
+/* ---------- heartbeat: keep the lease while the page is open ---------- */
+
+function heartbeatDelay() {
+  const expires = hit && hit.expires_at ? new Date(hit.expires_at).getTime() - Date.now() : 0;
+  // A third of the remaining lease, between 10 s and 60 s: several chances before it runs out.
+  return Math.max(10000, Math.min(60000, expires > 0 ? expires / 3 : 60000));
+}
+function startHeartbeat() {
+  stopHeartbeat();
+  heartbeatTimer = window.setTimeout(beat, heartbeatDelay());
+}
+function stopHeartbeat() {
+  if (heartbeatTimer) { window.clearTimeout(heartbeatTimer); heartbeatTimer = null; }
+}
+function beat() {
+  if (!hit || currentStage() !== "stage-task") { return; }
+  const id = hit.id;
+  api("POST", "assignments/" + id + "/heartbeat/", {}).then(function (res) {
+    if (!hit || hit.id !== id) { return; }
+    if (res.status === 409 || res.status === 410) { return leaseExpired(res); }
+    if (res.status === 200 && res.data && res.data.expires_at) { hit.expires_at = res.data.expires_at; }
+    startHeartbeat();
+  });
+}
+
+/* ---------- controls and keyboard ---------- */
+
+function onKey(ev) {
+  if (currentStage() !== "stage-task" || !hit || ev.ctrlKey || ev.metaKey || ev.altKey) { return; }
+  const t = ev.target;
+  const tag = t && t.tagName;
+  if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable)) { return; }
+  // A focused button or summary handles Enter/Space itself (native activation).
+  if ((tag === "BUTTON" || tag === "SUMMARY" || tag === "A") && (ev.key === "Enter" || ev.key === " ")) { return; }
+  if (ev.key === "Enter") { ev.preventDefault(); forward(); return; }
+  if (ev.key === "Backspace" || ev.key === "ArrowLeft") { ev.preventDefault(); go(index - 1); return; }
+  if (ev.key === "ArrowRight") { ev.preventDefault(); if (answers[index]) { forward(); } return; }
+  if (ev.key === "Escape" && $("instructions").open) { ev.preventDefault(); guideOpen(false); $("q-text").focus({ preventScroll: true }); return; }
+  if (ev.key === "i" || ev.key === "I" || ev.key === "?") { ev.preventDefault(); guideToggle(); return; }
+  if (ev.key.length !== 1) { return; }
+  const key = ev.key.toUpperCase();
+  const buttons = $("choices").querySelectorAll("button.choice");
+  for (let k = 0; k < buttons.length; k++) {
+    if (buttons[k].getAttribute("data-key") === key || String(k + 1) === key) {
+      ev.preventDefault();
+      choose(k);
+      return;
+    }
+  }
+}
+
+export function initHits(callbacks) {
+  onLeaveTask(stopHeartbeat);
+  $("next").addEventListener("click", forward);
+  $("back").addEventListener("click", function () { go(index - 1); });
+  $("new-hit").addEventListener("click", function () { nextHit(); });
+  $("check-again").addEventListener("click", function () { callbacks.start(); });
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && hit && currentStage() === "stage-task") { stopHeartbeat(); beat(); }
+  });
+  // Arrow keys move the focus between the choices (roving tabindex); Space/Enter picks one.
+  $("choices").addEventListener("keydown", function (ev) {
+    const keys = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+    if (!(ev.key in keys)) { return; }
+    const buttons = Array.prototype.slice.call($("choices").querySelectorAll("button.choice"));
+    const at = buttons.indexOf(document.activeElement);
+    if (at === -1) { return; }
+    ev.preventDefault();
+    ev.stopPropagation();
+    const to = buttons[(at + keys[ev.key] + buttons.length) % buttons.length];
+    buttons.forEach(function (b) { b.tabIndex = b === to ? 0 : -1; });
+    to.focus();
+  });
+  document.addEventListener("keydown", onKey);
+}
