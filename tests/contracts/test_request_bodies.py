@@ -74,7 +74,7 @@ def test_signup_consent_must_be_a_json_true(api: APIClient) -> None:
 
 
 def test_bodies_of_the_wrong_type_are_named(researcher: Any) -> None:
-    from tests.annotation.conftest import make_campaign, make_images, open_campaign
+    from tests.builders.campaigns import make_campaign, make_images, open_campaign
 
     campaign = make_campaign(researcher, settings=["explicit"])
     make_images(campaign, "explicit", 2)
