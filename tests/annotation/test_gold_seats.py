@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Question
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hit_engine")]
 

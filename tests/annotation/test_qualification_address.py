@@ -10,8 +10,7 @@ import pytest
 
 from annotation.models import QualificationAddressUse, Question
 from generation.models import Image
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 

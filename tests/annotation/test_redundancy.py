@@ -12,9 +12,8 @@ from annotation import redundancy
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import AggregatedLabel, Question
 from campaigns.spec import Problems
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 from tests.conftest import GEP_MINIMAL
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
 
 ADAPTIVE = {"min": 2, "max": 4, "rule": "confidence", "threshold": 0.75}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from tests.annotation.conftest import make_campaign
-from tests.console.conftest import login
+from tests.builders.campaigns import make_campaign
+from tests.builders.console import login
 
 pytestmark = pytest.mark.django_db
 

@@ -152,7 +152,7 @@ def test_import_api(small: Campaign, researcher: User) -> None:  # noqa: F811
 
 def test_publish_an_adaptive_campaign_uses_its_max(researcher: User, stubbed: Any) -> None:
     """annotation.redundancy as the adaptive object: MaxAssignments is its `max` (a TypeError before)."""
-    from tests.annotation.conftest import make_campaign, make_images, open_campaign
+    from tests.builders.campaigns import make_campaign, make_images, open_campaign
 
     campaign = make_campaign(researcher, settings=["explicit"], annotation={
         "hit_size": 2, "reward": "0.10", "redundancy": {"min": 2, "max": 4}})

@@ -11,7 +11,7 @@ import pytest
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import Answer
 from annotation.selectors import redundancy_spent
-from tests.annotation.conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 
