@@ -2,12 +2,13 @@
 context the console's compare page shares with the HTML page. Pure: no database."""
 from __future__ import annotations
 
-import csv
 import io
 import zipfile
 from typing import Any
 
 from django.template.loader import render_to_string
+
+from common.csvsafe import csv_writer
 
 from .html import compare_page
 
@@ -50,7 +51,7 @@ def _figures_rows(result: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 def _csv(header: list[str], rows: list[list[Any]]) -> str:
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv_writer(buf, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
     return buf.getvalue()
