@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from metrics.report import ReportOptions
 from metrics.services import report_build
 from tests.metrics.builders import annotators, answer_all, campaign_with_questions
+from tests.metrics.interval_checks import count_intervals, interval_violations
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
 HALF_CENT = 0.005 + 1e-9
@@ -89,6 +90,11 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     # Intervals: contain the estimate, seeded.
     lo, hi = pst["paired"]["overall_ci"]
     assert lo < pst["paired"]["overall"] < hi and hi - lo < 15
+    assert pst["paired"]["overall_ci_method"] == "bca-cluster" and pst["paired"]["micro_ci_method"] == "wilson-deff"
+    assert interval_violations(report) == [] and count_intervals(report) >= 12
+    # runs_mean_ci comes from the runs (images resampled within each run), not the overall interval.
+    assert pst["single"]["runs_mean_ci"] != pst["single"]["overall_ci"]
+    assert len(pst["single"]["runs_ci"]) == 3 and pst["single"]["runs_mean_ci_method"] == "bca-cluster"
     assert pst["gap"]["permutation_test"]["p_value"] < 0.01
     # 2-1 majorities on every third question: agreement is high but not perfect.
     agreement = report["agreement"]["overall"]
@@ -148,7 +154,8 @@ def test_gep_tables_reproduced(researcher: User, gep_ref: dict[str, Any], model:
             assert abs(f_m - freq[setting]["men"][i]) <= 0.00625 + 1e-9
             assert abs(gep[setting]["vector"][a] - gep_ref[table][model][i]) <= 0.005 + 1e-9, (setting, a)
         lo, hi = gep[setting]["score_ci"]
-        assert lo <= gep[setting]["score"] <= hi
+        assert lo <= gep[setting]["score"] <= hi and gep[setting]["score_ci_method"] == "gep-test-inversion"
         assert len(gep[setting]["by_context"]) == 16
+    assert interval_violations(report) == []
     assert gep["explicit"]["images"] == 2400 and gep["neutral"]["images"] == 160
     assert report["agreement"]["by_setting"]["neutral"]["questions"] == 2400

@@ -17,6 +17,7 @@ def gep_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not section:
         return []
     return [{"setting": s, "score": section[s]["score"], "ci": section[s].get("score_ci"),
+             "ci_method": section[s].get("score_ci_method"),
              "images": section[s]["images"], "ties": section[s]["ties"]}
             for s in SETTINGS if s in section]
 
@@ -32,8 +33,10 @@ def gep_frequency_rows(section: dict[str, Any]) -> list[list[Any]]:
             for attribute, f in row.items():
                 c = sec["counts"][gender][attribute]
                 ci = sec.get("vector_ci", {}).get(attribute, [None, None])
+                f_ci = sec.get("frequencies_ci", {}).get(gender, {}).get(attribute, [None, None])
                 rows.append([setting, gender, attribute, f, c["present"], c["total"], c["ties"],
-                             sec["vector"].get(attribute), ci[0], ci[1]])
+                             sec["vector"].get(attribute), ci[0], ci[1], sec.get("vector_ci_method"), f_ci[0], f_ci[1],
+                             sec.get("frequencies_ci_method")])
     return rows
 
 
@@ -45,7 +48,8 @@ def gep_context_rows(section: dict[str, Any]) -> list[list[Any]]:
 
 def gep_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
     return [Table("gep_frequencies.csv", ["setting", "gender", "attribute", "frequency", "present", "total", "ties",
-                                          "gep_vector", "gep_vector_ci_low", "gep_vector_ci_high"],
+                                          "gep_vector", "gep_vector_ci_low", "gep_vector_ci_high", "gep_vector_ci_method",
+                                          "frequency_ci_low", "frequency_ci_high", "frequency_ci_method"],
                   gep_frequency_rows(section)),
             Table("gep_context.csv", ["setting", "context", "gep_score"], gep_context_rows(section))]
 

@@ -12,6 +12,12 @@ from . import SectionRenderer, Table, register
 SETTINGS = ("single", "paired", "intervention")
 
 
+def _run_rows(sec: dict[str, Any]) -> list[tuple[int, float | None, list[float | None] | None]]:
+    """(run id, STS, interval) per run."""
+    cis = sec.get("runs_ci") or [None] * len(sec.get("runs") or [])
+    return list(zip(sec.get("run_ids") or [], sec.get("runs") or [], cis))
+
+
 def pst_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One row per setting of the STS table."""
     if not section:
@@ -21,6 +27,8 @@ def pst_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
         sec = section.get(setting)
         if sec:
             rows.append({"setting": setting, "overall": sec["overall"], "ci": sec.get("overall_ci"),
+                         "ci_method": sec.get("overall_ci_method"), "run_rows": _run_rows(sec),
+                         "runs_mean": sec.get("runs_mean"), "runs_mean_ci": sec.get("runs_mean_ci"),
                          "groups": sec["groups"], "groups_ci": sec.get("groups_ci", {}), "persons": sec["persons"],
                          "images": sec["images"], "runs": sec.get("runs"),
                          "alt": sec.get("without_undetermined") or sec.get("paper_formula"),
@@ -42,17 +50,21 @@ def pst_identity_rows(section: dict[str, Any], campaign: CampaignFacts) -> list[
             ci = sec.get("micro_ci", {}).get(identity, [None, None])
             counts = sec["counts"]["by_identity"].get(identity, {})
             group, stereotype = groups.get(identity, ("", ""))
+            pf_ci = sec.get("percent_feminine_ci", {}).get(identity, [None, None])
             rows.append([setting, identity, group, stereotype, sts, ci[0], ci[1],
                          sec["percent_feminine"].get(identity), counts.get("persons"), counts.get("cannot"),
                          counts.get("tie"), section.get("gap", {}).get("micro", {}).get(identity)
-                         if setting == "paired" else None, labor.get(identity)])
+                         if setting == "paired" else None, labor.get(identity), sec.get("micro_ci_method"),
+                         pf_ci[0], pf_ci[1], sec.get("percent_feminine_ci_method")])
     return rows
 
 
 def pst_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
     return [Table("pst_identity.csv", ["setting", "identity", "group", "stereotype", "micro_sts", "micro_sts_ci_low",
                                        "micro_sts_ci_high", "percent_feminine", "persons", "cannot_identify", "ties",
-                                       "gap_paired_minus_single", "labor_percent_female"],
+                                       "gap_paired_minus_single", "labor_percent_female", "micro_sts_ci_method",
+                                       "percent_feminine_ci_low", "percent_feminine_ci_high",
+                                       "percent_feminine_ci_method"],
                   pst_identity_rows(section, campaign))]
 
 
