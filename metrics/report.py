@@ -27,7 +27,10 @@ from metrics.core.uncertainty import permutation_test_sts
 
 from .extract.data import CampaignData
 from .options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
+from .reporting.agreement_extra import agreement_subsets
+from .reporting.gep_extra import baseline_distances
 from .reporting.intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
+from .reporting.pst_extra import gender_balance
 from .reporting.values import num as _f
 from .reporting.values import sub as _sub
 
@@ -152,6 +155,9 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         section = _pst_setting(identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask],
                                runs if use_runs else None, options, seed)
         out[setting] = section
+        out.setdefault("gender_balance", {})[setting] = gender_balance(
+            images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
+            confidence=options.confidence, seed=seed)
         lk = pst.label_kinds(labels[mask])
         out["excluded"][setting] = {
             "cannot_identify": int((lk == pst.K_CANNOT).sum()),
@@ -196,7 +202,11 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     gender_order = [g["name"] for g in design["genders"]]
     attribute_order = [a["name"] for a in design["attributes"]]
     out: dict[str, Any] = {"tie_policy": options.gep_tie_policy, "genders": gender_order,
-                           "vector_definition": f"{gender_order[0]} minus {gender_order[1]}"}
+                           "vector_definition": f"{gender_order[0]} minus {gender_order[1]}",
+                           "genders_in_vector": gender_order[:2]}
+    if len(gender_order) > 2:
+        # GEP section 7: every other gender's distance from the baseline, under `distances` (none dropped).
+        out["baseline_gender"] = design.get("baseline_gender") or gender_order[0]
     genders_all, attributes_all = data.q_meta["gender"], data.q_meta["attribute"]
     contexts_all = data.q_meta["context"]
     for setting in ("neutral", "explicit"):
@@ -225,6 +235,13 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                 gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
                 n_boot=options.n_boot, confidence=options.confidence, seed=seed))
         out[setting] = section
+        if len(gender_order) > 2:
+            every = data.q_setting == setting
+            out.setdefault("distances", {})[setting] = baseline_distances(
+                images=data.q_image[every], genders=genders_all[every], attributes=attributes_all[every],
+                labels=labels[every], baseline=out["baseline_gender"], gender_order=gender_order,
+                attribute_order=[a for a in attribute_order if (attributes_all[every] == a).any()],
+                tie_policy=options.gep_tie_policy, n_boot=options.n_boot, confidence=options.confidence, seed=seed)
     return out
 
 
@@ -241,7 +258,7 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
-        "agreement": agreement_section(data),
+        "agreement": {**agreement_section(data), **agreement_subsets(data)},
     }
     if campaign.kind == "pst":
         report["pst"] = pst_section(data, labels, ties, options, seed)

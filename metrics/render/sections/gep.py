@@ -47,11 +47,25 @@ def gep_context_rows(section: dict[str, Any]) -> list[list[Any]]:
 
 
 def gep_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
+    extra = []
+    if section.get("distances"):
+        rows = []
+        for setting, d in section["distances"].items():
+            for gender, r in d.get("rows", {}).items():
+                for attribute, v in r["vector"].items():
+                    ci = r.get("vector_ci", {}).get(attribute, [None, None])
+                    sci = r.get("score_ci", [None, None])
+                    rows.append([setting, d["baseline"], gender, r["score"], sci[0], sci[1], r.get("score_ci_method"),
+                                 attribute, v, ci[0], ci[1], r.get("vector_ci_method")])
+        extra.append(Table("gep_distances.csv", ["setting", "baseline_gender", "gender", "distance", "distance_ci_low",
+                                                 "distance_ci_high", "distance_ci_method", "attribute",
+                                                 "difference_from_baseline", "difference_ci_low", "difference_ci_high",
+                                                 "difference_ci_method"], rows))
     return [Table("gep_frequencies.csv", ["setting", "gender", "attribute", "frequency", "present", "total", "ties",
                                           "gep_vector", "gep_vector_ci_low", "gep_vector_ci_high", "gep_vector_ci_method",
                                           "frequency_ci_low", "frequency_ci_high", "frequency_ci_method"],
                   gep_frequency_rows(section)),
-            Table("gep_context.csv", ["setting", "context", "gep_score"], gep_context_rows(section))]
+            Table("gep_context.csv", ["setting", "context", "gep_score"], gep_context_rows(section)), *extra]
 
 
 def gep_charts(section: dict[str, Any]) -> list[tuple[str, str]]:

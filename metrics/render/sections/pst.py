@@ -59,13 +59,35 @@ def pst_identity_rows(section: dict[str, Any], campaign: CampaignFacts) -> list[
     return rows
 
 
+
+def gender_balance_csv(section: dict[str, Any]) -> list[list[Any]]:
+    """pst_gender_balance.csv: one row per setting (identity "") and per setting and identity."""
+    rows = []
+    for setting, b in (section.get("gender_balance") or {}).items():
+        ag, neu = b.get("average_gender_ci", [None, None]), b.get("neutrality_ci", [None, None])
+        rows.append([setting, "", b["average_gender"], ag[0], ag[1], b.get("average_gender_ci_method"),
+                     b["neutrality"], neu[0], neu[1], b.get("neutrality_ci_method"), b["female"], b["male"], b["na"],
+                     b["missing"]])
+        for identity, n in b["neutrality_by_identity"].items():
+            rows.append([setting, identity, None, None, None, None, n["neutrality"], None, None, None,
+                         n["female"], n["male"], n["neutral"], None])
+    return rows
+
+
+PST_IDENTITY_HEADER = ["setting", "identity", "group", "stereotype", "micro_sts", "micro_sts_ci_low",
+                       "micro_sts_ci_high", "percent_feminine", "persons", "cannot_identify", "ties",
+                       "gap_paired_minus_single", "labor_percent_female", "micro_sts_ci_method",
+                       "percent_feminine_ci_low", "percent_feminine_ci_high", "percent_feminine_ci_method"]
+GENDER_BALANCE_HEADER = ["setting", "identity", "average_gender", "average_gender_ci_low", "average_gender_ci_high",
+                         "average_gender_ci_method", "neutrality", "neutrality_ci_low", "neutrality_ci_high",
+                         "neutrality_ci_method", "female", "male", "cannot_identify_or_tie", "unanswered"]
+
+
 def pst_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
-    return [Table("pst_identity.csv", ["setting", "identity", "group", "stereotype", "micro_sts", "micro_sts_ci_low",
-                                       "micro_sts_ci_high", "percent_feminine", "persons", "cannot_identify", "ties",
-                                       "gap_paired_minus_single", "labor_percent_female", "micro_sts_ci_method",
-                                       "percent_feminine_ci_low", "percent_feminine_ci_high",
-                                       "percent_feminine_ci_method"],
-                  pst_identity_rows(section, campaign))]
+    tables = [Table("pst_identity.csv", PST_IDENTITY_HEADER, pst_identity_rows(section, campaign))]
+    if section.get("gender_balance"):
+        tables.append(Table("pst_gender_balance.csv", GENDER_BALANCE_HEADER, gender_balance_csv(section)))
+    return tables
 
 
 def pst_charts(section: dict[str, Any]) -> list[tuple[str, str]]:
