@@ -28,6 +28,7 @@ from metrics.core.uncertainty import permutation_test_sts
 from .extract.data import CampaignData
 from .options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 from .reporting.agreement_extra import agreement_subsets
+from .reporting.amplification import amplification_section
 from .reporting.gep_extra import baseline_distances
 from .reporting.intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
 from .reporting.pst_extra import gender_balance
@@ -262,6 +263,10 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
     }
     if campaign.kind == "pst":
         report["pst"] = pst_section(data, labels, ties, options, seed)
+        amplification = amplification_section(data, labels, label_source=f"human answers ({options.aggregation})",
+                                              n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+        if amplification:
+            report["amplification"] = amplification
     else:
         report["gep"] = gep_section(data, labels, ties, options, seed)
     return report

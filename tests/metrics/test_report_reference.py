@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from campaigns import presets
+from metrics.core.amplification import amplification as core_amplification
 from metrics.report import ReportOptions
 from metrics.services import report_build
 from tests.metrics.builders import annotators, answer_all, campaign_with_questions
@@ -101,6 +103,21 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     assert 0.3 < agreement["fleiss_kappa"] < 0.95 and agreement["answers"] == 3 * 1720
     assert set(report["agreement"]["by_setting"]) == {"single", "paired"}
     assert pst["labor_stats_percent_female"]["nurse"] == 87.9
+    # Amplification against the occupation preset's default reference (the shipped labour statistics),
+    # from the single setting's %F: the same figures as metrics.core.amplification on Table 14's %F.
+    amp = report["amplification"]["labor_statistics"]
+    labor = presets.labor_stats_percent_female()
+    # (Table 14 prints %F rounded: 1 of 3 is 33.33; no Cannot identify here, so the single setting's %F is it.)
+    assert all(abs(pst["single"]["percent_feminine"][r["occupation"]] - r["pct_f_single"]) < HALF_CENT
+               for r in pst_ref["table14"])
+    expected = core_amplification({"1": pst["single"]["percent_feminine"]}, labor)
+    assert amp["source"].startswith("PST paper Table 14") and amp["setting"] == "single"
+    assert amp["average"] == pytest.approx(expected["average"], abs=1e-9)
+    assert amp["templates"]["1"]["excluded"] == expected["templates"]["1"]["excluded"]
+    assert amp["templates"]["1"]["n_kept"] == expected["templates"]["1"]["n_kept"] > 0
+    assert amp["uncovered"] == ["chief"]  # N/A in the labour statistics: listed, not dropped silently
+    assert amp["average_ci"][0] <= amp["average"] <= amp["average_ci"][1]
+    assert amp["correlation"]["pearson"] == pytest.approx(expected["correlation"]["pearson"])
 
 
 def test_pst_cannot_identify_treatments(researcher: User, pst_ref: dict[str, Any]) -> None:
