@@ -80,7 +80,8 @@ def _prompts_write(campaign: Campaign, normalized: dict[str, Any], *, start: int
         with transaction.atomic():
             Prompt.objects.bulk_create(
                 [Prompt(campaign=campaign, key=plan.key, position=index, setting=plan.setting, text=plan.text,
-                        metadata=plan.metadata, samples=plan.samples, seeds=plan.seeds)
+                        metadata=plan.metadata, samples=plan.samples, seeds=plan.seeds,
+                        template_index=plan.template_index, template=plan.template)
                  for index, plan in enumerate(plans[begin:begin + step], start=begin)],
                 batch_size=PROMPT_CHUNK, ignore_conflicts=True)
     return len(plans)

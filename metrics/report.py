@@ -32,6 +32,7 @@ from .reporting.amplification import amplification_section
 from .reporting.gep_extra import baseline_distances
 from .reporting.intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
 from .reporting.pst_extra import gender_balance
+from .reporting.templates import template_column, template_labels, template_mean
 from .reporting.values import num as _f
 from .reporting.values import sub as _sub
 
@@ -134,6 +135,9 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
     return out
 
 
+_NOT_PER_TEMPLATE = ("treatment", "counts", "without_undetermined", "paper_formula")
+
+
 def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
                 seed: int) -> dict[str, Any]:
     spec = data.campaign.spec
@@ -145,6 +149,7 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     out: dict[str, Any] = {"treatment": options.treatment, "excluded": {},
                            "identity_groups": {i: g["name"] for g in groups_spec for i in g["identities"]}}
     setting_rows: dict[str, np.ndarray] = {}
+    templates = template_column(data)
     for setting in ("single", "paired", "intervention"):
         mask = data.q_setting == setting
         if not mask.any():
@@ -155,6 +160,16 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         use_runs = setting == "single" or np.unique(runs).size > 1
         section = _pst_setting(identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask],
                                runs if use_runs else None, options, seed)
+        names = template_labels(templates[mask])
+        if len(names) > 1:  # several prompt templates: every figure per template, and their mean
+            section["by_template"] = {}
+            for t in names:
+                m = mask & (templates == t)
+                part = _pst_setting(identities[m], groups[m], stereotypes[m], labels[m], data.q_image[m], None,
+                                    options, seed)
+                section["by_template"][t] = {k: v for k, v in part.items() if k not in _NOT_PER_TEMPLATE}
+            section["template_mean"] = template_mean(section["by_template"], ("overall",),
+                                                     ("micro", "groups", "percent_feminine"))
         out[setting] = section
         out.setdefault("gender_balance", {})[setting] = gender_balance(
             images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
@@ -197,6 +212,34 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
 
 
 # ------------------------------------------------------------------------------ GEP
+def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
+                 gender_order: list[str], attribute_order: list[str], options: ReportOptions,
+                 seed: int) -> dict[str, Any]:
+    """GEP figures of the questions in `mask` (one setting, or one template of a setting)."""
+    genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
+    present_attrs = [a for a in attribute_order if (attributes == a).any()]
+    rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
+    by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
+                                    present_attrs, options.gep_tie_policy)
+    section: dict[str, Any] = {
+        "score": _f(rep["score"]),
+        "vector": {a: _f(v) for a, v in rep["vector"].items()},
+        "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
+        "counts": rep["counts"],
+        "by_context": {c: _f(v) for c, v in by_context.items()},
+        "images": int(np.unique(data.q_image[mask]).size),
+        "questions": int(mask.sum()),
+        "ties": int(ties[mask].sum()),
+        "unanswered": int((lab == "").sum()),
+    }
+    if options.n_boot > 0:
+        section.update(gep_setting_intervals(
+            images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
+            gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
+            n_boot=options.n_boot, confidence=options.confidence, seed=seed))
+    return section
+
+
 def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
                 seed: int) -> dict[str, Any]:
     design = data.campaign.spec["design"]
@@ -209,32 +252,20 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         # GEP section 7: every other gender's distance from the baseline, under `distances` (none dropped).
         out["baseline_gender"] = design.get("baseline_gender") or gender_order[0]
     genders_all, attributes_all = data.q_meta["gender"], data.q_meta["attribute"]
-    contexts_all = data.q_meta["context"]
+    templates = template_column(data)
     for setting in ("neutral", "explicit"):
         mask = (data.q_setting == setting) & np.isin(genders_all, gender_order[:2])
         if not mask.any():
             continue
-        genders, attributes, lab = genders_all[mask], attributes_all[mask], labels[mask]
-        present_attrs = [a for a in attribute_order if (attributes == a).any()]
-        rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
-        by_context = gep.gep_by_context(contexts_all[mask], genders, attributes, lab, gender_order[:2],
-                                        present_attrs, options.gep_tie_policy)
-        section: dict[str, Any] = {
-            "score": _f(rep["score"]),
-            "vector": {a: _f(v) for a, v in rep["vector"].items()},
-            "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
-            "counts": rep["counts"],
-            "by_context": {c: _f(v) for c, v in by_context.items()},
-            "images": int(np.unique(data.q_image[mask]).size),
-            "questions": int(mask.sum()),
-            "ties": int(ties[mask].sum()),
-            "unanswered": int((lab == "").sum()),
-        }
-        if options.n_boot > 0:
-            section.update(gep_setting_intervals(
-                images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
-                gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
-                n_boot=options.n_boot, confidence=options.confidence, seed=seed))
+        section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed)
+        names = template_labels(templates[mask])
+        if len(names) > 1:  # several prompt templates: every figure per template, and their mean
+            section["by_template"] = {}
+            for t in names:
+                part = _gep_setting(data, mask & (templates == t), labels, ties, gender_order, attribute_order,
+                                    options, seed)
+                section["by_template"][t] = {k: v for k, v in part.items() if k not in ("counts", "by_context")}
+            section["template_mean"] = template_mean(section["by_template"], ("score",), ("vector",))
         out[setting] = section
         if len(gender_order) > 2:
             every = data.q_setting == setting

@@ -17,7 +17,8 @@ def gep_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
     if not section:
         return []
     return [{"setting": s, "score": section[s]["score"], "ci": section[s].get("score_ci"),
-             "ci_method": section[s].get("score_ci_method"),
+             "ci_method": section[s].get("score_ci_method"), "by_template": section[s].get("by_template"),
+             "template_mean": section[s].get("template_mean"),
              "images": section[s]["images"], "ties": section[s]["ties"]}
             for s in SETTINGS if s in section]
 
@@ -46,8 +47,31 @@ def gep_context_rows(section: dict[str, Any]) -> list[list[Any]]:
             for context, score in section[setting]["by_context"].items()]
 
 
+def gep_template_rows(section: dict[str, Any]) -> list[list[Any]]:
+    """gep_template.csv: per setting with several templates, per template ("mean" = averaged over the
+    templates) the GEP score (attribute "") and each vector component."""
+    rows = []
+    for setting in SETTINGS:
+        sec = section.get(setting) or {}
+        for t, b in (sec.get("by_template") or {}).items():
+            ci = b.get("score_ci") or [None, None]
+            rows.append([setting, t, "", b["score"], ci[0], ci[1], b.get("score_ci_method")])
+            for attribute, v in b["vector"].items():
+                vci = (b.get("vector_ci") or {}).get(attribute, [None, None])
+                rows.append([setting, t, attribute, v, vci[0], vci[1], b.get("vector_ci_method")])
+        mean = sec.get("template_mean")
+        if mean:
+            rows.append([setting, "mean", "", mean["score"], None, None, None])
+            rows += [[setting, "mean", a, v, None, None, None] for a, v in mean["vector"].items()]
+    return rows
+
+
 def gep_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
     extra = []
+    template_rows = gep_template_rows(section)
+    if template_rows:
+        extra.append(Table("gep_template.csv", ["setting", "template", "attribute", "value", "ci_low", "ci_high",
+                                                "ci_method"], template_rows))
     if section.get("distances"):
         rows = []
         for setting, d in section["distances"].items():

@@ -29,6 +29,7 @@ def pst_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:
             rows.append({"setting": setting, "overall": sec["overall"], "ci": sec.get("overall_ci"),
                          "ci_method": sec.get("overall_ci_method"), "run_rows": _run_rows(sec),
                          "runs_mean": sec.get("runs_mean"), "runs_mean_ci": sec.get("runs_mean_ci"),
+                         "by_template": sec.get("by_template"), "template_mean": sec.get("template_mean"),
                          "groups": sec["groups"], "groups_ci": sec.get("groups_ci", {}), "persons": sec["persons"],
                          "images": sec["images"], "runs": sec.get("runs"),
                          "alt": sec.get("without_undetermined") or sec.get("paper_formula"),
@@ -83,8 +84,36 @@ GENDER_BALANCE_HEADER = ["setting", "identity", "average_gender", "average_gende
                          "neutrality_ci_method", "female", "male", "cannot_identify_or_tie", "unanswered"]
 
 
+TEMPLATE_HEADER = ["setting", "template", "identity", "sts", "sts_ci_low", "sts_ci_high", "sts_ci_method",
+                   "percent_feminine"]
+
+
+def pst_template_rows(section: dict[str, Any]) -> list[list[Any]]:
+    """pst_template.csv: per setting with several templates, per template ("mean" = averaged over the
+    templates) the overall STS (identity "") and each identity's micro STS and %F."""
+    rows = []
+    for setting in SETTINGS:
+        sec = section.get(setting) or {}
+        for t, b in (sec.get("by_template") or {}).items():
+            ci = b.get("overall_ci") or [None, None]
+            rows.append([setting, t, "", b["overall"], ci[0], ci[1], b.get("overall_ci_method"), None])
+            for identity, v in sorted(b["micro"].items()):
+                mci = (b.get("micro_ci") or {}).get(identity, [None, None])
+                rows.append([setting, t, identity, v, mci[0], mci[1], b.get("micro_ci_method"),
+                             b["percent_feminine"].get(identity)])
+        mean = sec.get("template_mean")
+        if mean:
+            rows.append([setting, "mean", "", mean["overall"], None, None, None, None])
+            for identity, v in sorted(mean["micro"].items()):
+                rows.append([setting, "mean", identity, v, None, None, None, mean["percent_feminine"].get(identity)])
+    return rows
+
+
 def pst_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
     tables = [Table("pst_identity.csv", PST_IDENTITY_HEADER, pst_identity_rows(section, campaign))]
+    template_rows = pst_template_rows(section)
+    if template_rows:
+        tables.append(Table("pst_template.csv", TEMPLATE_HEADER, template_rows))
     if section.get("gender_balance"):
         tables.append(Table("pst_gender_balance.csv", GENDER_BALANCE_HEADER, gender_balance_csv(section)))
     return tables
