@@ -31,7 +31,7 @@ from .reporting.agreement_extra import agreement_subsets
 from .reporting.amplification import amplification_section
 from .reporting.gep_extra import baseline_distances
 from .reporting.intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
-from .reporting.pst_extra import gender_balance
+from .reporting.pst_extra import gender_balance, intervention_section
 from .reporting.templates import template_column, template_labels, template_mean
 from .reporting.values import num as _f
 from .reporting.values import sub as _sub
@@ -206,6 +206,13 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             gap["permutation_test"] = {"observed": _f(perm.observed), "p_value": _f(perm.p_value),
                                        "n_perm": perm.n_perm, "null": "setting label exchangeable over images"}
         out["gap"] = gap
+    if "paired" in setting_rows and "intervention" in setting_rows:
+        rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
+                       "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
+        out["intervention_analysis"] = intervention_section(
+            plain=rows["paired"], intervention=rows["intervention"], groups=out["identity_groups"],
+            treatment=options.treatment, n_boot=options.n_boot, n_perm=options.n_perm,
+            confidence=options.confidence, seed=seed)
     if spec["design"].get("aspect") == "occupation" and spec["design"]["identities"].get("preset") == "occupation":
         out["labor_stats_percent_female"] = presets.labor_stats_percent_female()
     return out

@@ -109,8 +109,37 @@ def pst_template_rows(section: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+INTERVENTION_HEADER = ["variant", "scope", "name", "plain_sts", "intervention_sts", "difference", "ci_low", "ci_high",
+                       "ci_method", "p_value", "p_holm", "selected"]
+
+
+def intervention_rows(section: dict[str, Any]) -> list[list[Any]]:
+    """pst_intervention.csv: per variant (all identities, top 5) the overall, group and identity
+    differences intervention - plain."""
+    analysis = section.get("intervention_analysis") or {}
+    rows = []
+    for variant in ("all", f"top_{analysis.get('top_k', 5)}"):
+        v = analysis.get(variant)
+        if not v:
+            continue
+        selected = ";".join(i for ids in ((v.get("selection") or {}).get("selected") or {}).values() for i in ids)
+        d = v["difference"]
+        if isinstance(d, dict):
+            entries = [("overall", "", d), *(("group", g, x) for g, x in v.get("groups", {}).items()),
+                       *(("identity", i, x) for i, x in v.get("micro", {}).items())]
+            for scope, name, x in entries:
+                rows.append([variant, scope, name, x["plain"], x["intervention"], x["difference"], x["ci"][0],
+                             x["ci"][1], x["ci_method"], x["p_value"], x["p_holm"], selected if scope == "overall" else ""])
+        else:
+            rows.append([variant, "overall", "", v["plain"], v["intervention"], d, None, None, None, None, None,
+                         selected])
+    return rows
+
+
 def pst_tables(section: dict[str, Any], campaign: CampaignFacts) -> list[Table]:
     tables = [Table("pst_identity.csv", PST_IDENTITY_HEADER, pst_identity_rows(section, campaign))]
+    if section.get("intervention_analysis"):
+        tables.append(Table("pst_intervention.csv", INTERVENTION_HEADER, intervention_rows(section)))
     template_rows = pst_template_rows(section)
     if template_rows:
         tables.append(Table("pst_template.csv", TEMPLATE_HEADER, template_rows))
