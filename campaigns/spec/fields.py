@@ -145,8 +145,9 @@ def _templates(value: Any, settings: list[str], spec: Mapping[str, tuple[tuple[s
             if len(set(tmpl)) != len(tmpl):
                 p.add(f"{path}.{key}", "the same template appears twice")
                 continue
-            if all(c is not None for c in checked) and key in out:
-                out[key] = checked[0] if len(checked) == 1 else list(checked)  # type: ignore[assignment]
+            good = [c for c in checked if c is not None]
+            if len(good) == len(checked) and key in out:
+                out[key] = good[0] if len(good) == 1 else good
             continue
         one = _template(tmpl, required, allowed, f"{path}.{key}", p)
         if one is not None and key in out:

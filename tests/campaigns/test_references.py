@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from campaigns import presets
 from campaigns.models import Campaign
 from metrics.core.amplification import amplification
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
+from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 

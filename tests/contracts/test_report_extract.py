@@ -1,7 +1,7 @@
 """Contract: the report extraction's portable twin (`metrics/extract/orm.py`, what SQLite runs) gives
 exactly what the PostgreSQL fast path (`metrics/extract/pg.py`) gives, run side by side on
 PostgreSQL: every array, count and choice, the answer table of answers.csv, and the report built from
-them. On data with everything at once (tests.metrics.builders.messy_campaign): corrections and a
+them. On data with everything at once (tests.builders.metrics.messy_campaign): corrections and a
 chain of them, blocked and paused annotators, gold questions, an excluded image, ties, unanswered
 questions, missing metadata, and tabs, line breaks, quotes, commas, backslashes and non-ASCII text
 in names, slots and choices."""
@@ -19,8 +19,7 @@ from common import fastpath
 from metrics.extract import CampaignData, campaign_data
 from metrics.options import ReportOptions
 from metrics.report import report_from_data
-from tests.metrics.builders import ODD_TEXT, messy_campaign
-from tests.metrics.test_report_api import SMALL_GEP, SMALL_PST
+from tests.builders.metrics import ODD_TEXT, SMALL_GEP, SMALL_PST, messy_campaign
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

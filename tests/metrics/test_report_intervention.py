@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from metrics.options import ReportOptions
 from metrics.services import report_build
-from tests.metrics.builders import annotators, answer_all, campaign_with_questions
-from tests.metrics.interval_checks import interval_violations
+from tests.builders.intervals import interval_violations
+from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 MALE = ["ceo", "guard", "janitor", "mover", "pilot", "sheriff"]

@@ -19,8 +19,8 @@ from campaigns import presets
 from metrics.core.amplification import amplification as core_amplification
 from metrics.report import ReportOptions
 from metrics.services import report_build
-from tests.metrics.builders import annotators, answer_all, campaign_with_questions
-from tests.metrics.interval_checks import count_intervals, interval_violations
+from tests.builders.intervals import count_intervals, interval_violations
+from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
 HALF_CENT = 0.005 + 1e-9

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 
 from metrics.options import ReportOptions
 from metrics.services import report_build
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
-from tests.metrics.interval_checks import interval_violations
+from tests.builders.intervals import interval_violations
+from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,7 @@ def test_a_baseline_gender_outside_the_design_is_refused(api: APIClient) -> None
 
 
 def test_agreement_per_attribute(researcher: User) -> None:
-    from tests.metrics.test_report_api import gep_label
+    from tests.builders.metrics import gep_label
 
     campaign, questions = campaign_with_questions(researcher, SMALL_GEP)
     answer_all(campaign, questions, gep_label, annotators(3))

@@ -19,8 +19,8 @@ from annotation.services.lifecycle import questions_open
 from campaigns.models import Campaign, Prompt
 from metrics.options import ReportOptions
 from metrics.services import report_build
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions, make_images
-from tests.metrics.interval_checks import interval_violations
+from tests.builders.intervals import interval_violations
+from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions, make_images
 
 pytestmark = pytest.mark.django_db
 SINGLE = ["A photo of the face of a {id1}.", "A photo of a {id1} smiling.", "A portrait photo of a {id1}."]
