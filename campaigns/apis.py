@@ -159,6 +159,10 @@ class PresetsApi(APIView):
         return Response(presets.catalogue())
 
 
+class ReferencesUploadInput(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV with the columns name, source, identity, percent_female.")
+
+
 class CampaignReferencesApi(APIView):
     """Reference %F per identity (spec `references`, docs/spec.md): GET the references in force and what
     they leave uncovered; POST a CSV (multipart `file`, or a `text/csv` body; columns name, source,
@@ -171,7 +175,7 @@ class CampaignReferencesApi(APIView):
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response(campaign_references(campaign=campaign))
 
-    @extend_schema(request={"multipart/form-data": dict}, responses={200: dict})
+    @extend_schema(request={"multipart/form-data": ReferencesUploadInput}, responses={200: dict})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")
