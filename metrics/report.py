@@ -171,9 +171,10 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             section["template_mean"] = template_mean(section["by_template"], ("overall",),
                                                      ("micro", "groups", "percent_feminine"))
         out[setting] = section
-        out.setdefault("gender_balance", {})[setting] = gender_balance(
-            images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
-            confidence=options.confidence, seed=seed)
+        if setting == "single":  # the unified VLM paper's design: one person per image of an identity
+            out["gender_balance"] = {setting: gender_balance(
+                images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
+                confidence=options.confidence, seed=seed)}
         lk = pst.label_kinds(labels[mask])
         out["excluded"][setting] = {
             "cannot_identify": int((lk == pst.K_CANNOT).sum()),

@@ -64,7 +64,7 @@ def test_average_gender_and_neutrality(pst_report: tuple[Any, dict[str, Any]], a
     assert (nurse["male"], nurse["female"], nurse["neutral"]) == (1, 0, 1)
     assert nurse["neutrality"] == pytest.approx((0 + 1) / (1 + 2))  # (min(m, f) + n) / (max(m, f) + m + f + n)
     assert single["neutrality"] == pytest.approx((0 + 0 + 0 + 1 / 3) / 4)
-    assert set(report["pst"]["gender_balance"]) == {"single", "paired"}
+    assert set(report["pst"]["gender_balance"]) == {"single"}  # one person per image, as in the VLM paper
     html = api.get(f"/api/campaigns/{campaign.pk}/report/?format=html&n_boot=50").content.decode()
     assert 'id="gender-balance"' in html and "Average Gender" in html
     blob = api.get(f"/api/campaigns/{campaign.pk}/report/?format=csv&n_boot=50").content
