@@ -2,7 +2,7 @@
 
 The archive is a zip of JSON / JSONL files (format `t2i-campaign-archive`, version 1):
   manifest.json        format, version, the campaign (name, kind, seed, spec, status), counts
-  prompts.jsonl        key, position, setting, text, metadata, samples, seeds
+  prompts.jsonl        key, position, setting, text, metadata, samples, seeds, template_index, template
   images.jsonl         archive id, prompt key, sample, status, storage keys (content-addressed:
                        `images/..`, `web/..`; the image files stay in the object store), provenance
   questions.jsonl      archive id, image, slot, family, text, choices, metadata, R, gold flag/answer
@@ -91,7 +91,8 @@ def campaign_export(*, campaign: Campaign) -> bytes:
         return pseudonyms[annotator_id]
 
     prompts = [{"key": p.key, "position": p.position, "setting": p.setting, "text": p.text, "metadata": p.metadata,
-                "samples": p.samples, "seeds": p.seeds} for p in Prompt.objects.filter(campaign=campaign)]
+                "samples": p.samples, "seeds": p.seeds, "template_index": p.template_index, "template": p.template}
+               for p in Prompt.objects.filter(campaign=campaign)]
     images = [{"id": i.pk, "prompt": i.prompt.key, **{f: getattr(i, f) for f in IMAGE_FIELDS},
                "finished_at": _iso(i.finished_at)}
               for i in Image.objects.filter(campaign=campaign).select_related("prompt").order_by("pk")]
@@ -253,7 +254,8 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                 campaign=campaign, key=p["key"], position=int(_need(p, "position", where)),
                 setting=str(_need(p, "setting", where)), text=str(_need(p, "text", where)),
                 metadata=_need(p, "metadata", where), samples=int(_need(p, "samples", where)),
-                seeds=_need(p, "seeds", where))
+                seeds=_need(p, "seeds", where), template_index=int(p.get("template_index") or 0),
+                template=str(p.get("template") or ""))
         Prompt.objects.bulk_create(list(by_key.values()), batch_size=2000)
         image_ids: dict[int, int] = {}
         rows = image_rows

@@ -11,14 +11,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.parsers import SPEC_PARSERS
 from common.permissions import IsResearcher
 
 from . import presets
 from .registry import preview_providers
-from .selectors import campaign_get, campaign_list, campaign_progress, prompt_list
-from .services import campaign_create, campaign_delete
+from .selectors import campaign_get, campaign_list, campaign_progress, campaign_references, prompt_list
+from .services import campaign_create, campaign_delete, campaign_references_upload
 from .spec import spec_expand, spec_normalize, spec_summary
 
 
@@ -164,3 +165,29 @@ class PresetsApi(APIView):
     @extend_schema(responses={200: dict})
     def get(self, request: Request) -> Response:
         return Response(presets.catalogue())
+
+
+class ReferencesUploadInput(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV with the columns name, source, identity, percent_female.")
+
+
+class CampaignReferencesApi(APIView):
+    """Reference %F per identity (spec `references`, docs/spec.md): GET the references in force and what
+    they leave uncovered; POST a CSV (multipart `file`, or a `text/csv` body; columns name, source,
+    identity, percent_female) that adds or replaces references, all or nothing; 409 once closed."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response(campaign_references(campaign=campaign))
+
+    @extend_schema(request={"multipart/form-data": ReferencesUploadInput}, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ApplicationError("Upload the references CSV as the multipart field `file`.",
+                                   errors={"file": ["required"]})
+        return Response(campaign_references_upload(campaign=campaign, data=upload.read()))

@@ -58,6 +58,10 @@ class Prompt(models.Model):
     metadata = models.JSONField()
     samples = models.PositiveIntegerField()
     seeds = models.JSONField()  # one per sample index, derived from the campaign seed
+    # Which of the setting's prompt templates made `text` (0-based; design.templates.<setting> may list
+    # several, bias-amplification Table 1), and that template.
+    template_index = models.PositiveSmallIntegerField(default=0)
+    template = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["campaign_id", "position"]

@@ -33,6 +33,11 @@ def labor_stats_percent_female() -> dict[str, float | None]:
     return dict(_load("labor_stats")["percent_female"])
 
 
+def labor_stats_source() -> str:
+    """Where the labour statistics come from (the default reference of the PST occupation preset)."""
+    return str(_load("labor_stats")["source"])
+
+
 def gep() -> dict[str, Any]:
     return json.loads(json.dumps(_load("gep")))
 

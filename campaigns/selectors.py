@@ -51,3 +51,11 @@ def prompt_list(*, campaign: Campaign, setting: str | None = None) -> QuerySet[P
     if setting:
         qs = qs.filter(setting=setting)
     return qs
+
+
+def campaign_references(*, campaign: Campaign) -> dict[str, Any]:
+    """The references in force (the spec's, or the occupation preset's default labour statistics) and
+    what each does not cover."""
+    from .spec.references import coverage
+
+    return coverage(campaign.spec)

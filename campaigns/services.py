@@ -9,8 +9,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from common.errors import ApplicationError, ConflictError
+
 from .models import Campaign, Prompt
 from .spec import spec_count_images, spec_count_prompts, spec_expand, spec_normalize
+from .spec.base import Problems
+from .spec.references import coverage, normalize_references, parse_references_csv, references_of
 
 logger = logging.getLogger(__name__)
 PROMPT_CHUNK = 2000
@@ -76,7 +80,8 @@ def _prompts_write(campaign: Campaign, normalized: dict[str, Any], *, start: int
         with transaction.atomic():
             Prompt.objects.bulk_create(
                 [Prompt(campaign=campaign, key=plan.key, position=index, setting=plan.setting, text=plan.text,
-                        metadata=plan.metadata, samples=plan.samples, seeds=plan.seeds)
+                        metadata=plan.metadata, samples=plan.samples, seeds=plan.seeds,
+                        template_index=plan.template_index, template=plan.template)
                  for index, plan in enumerate(plans[begin:begin + step], start=begin)],
                 batch_size=PROMPT_CHUNK, ignore_conflicts=True)
     return len(plans)
@@ -135,3 +140,30 @@ def campaign_delete(*, campaign: Campaign) -> list[str]:
     keys = [archiver(campaign) for archiver in archivers()]
     Campaign.objects.filter(pk=campaign.pk).update(deleted_at=timezone.now(), updated_at=timezone.now())
     return keys
+
+
+@transaction.atomic
+def campaign_references_upload(*, campaign: Campaign, data: bytes) -> dict[str, Any]:
+    """Add or replace the spec's references from a CSV (columns name, source, identity, percent_female):
+    each reference of the file replaces the one of the same name, the others stay (the occupation
+    preset's default labour statistics included). All or nothing: any bad row -> 400 naming it
+    (`rows.<line>`), nothing written. A closed campaign's references no longer change (409)."""
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if campaign.status == Campaign.Status.CLOSED:
+        raise ConflictError("The campaign is closed: its references can no longer be changed.",
+                            errors={"status": ["closed"]})
+    if campaign.kind != "pst":
+        raise ApplicationError("References (%F per identity) apply to PST campaigns only.",
+                               errors={"file": ["this is not a PST campaign"]})
+    uploaded, errors = parse_references_csv(data)
+    if errors:
+        first = next(iter(errors))
+        raise ApplicationError(f"Invalid references CSV, {first}: {errors[first][0]}", errors=errors)
+    names = {r["name"] for r in uploaded}
+    merged = [r for r in references_of(campaign.spec) if r["name"] not in names] + uploaded
+    problems = Problems()
+    normalized = normalize_references(merged, problems, kind=campaign.kind)
+    problems.raise_if_any()
+    campaign.spec = {**campaign.spec, "references": normalized}
+    campaign.save(update_fields=["spec", "updated_at"])
+    return {"uploaded": sorted(names), **coverage(campaign.spec)}

@@ -3,8 +3,11 @@
 Built from `CampaignData` arrays by the pure functions of `metrics.core`. Conventions:
 - STS in percent (-100..100), GEP frequencies/vectors/scores as fractions; every figure a float
   (NaN becomes null in JSON).
-- Every headline figure `<key>` has `<key>_ci` = [low, high]: a 95% percentile bootstrap over
-  images (all questions of a resampled image come along), seeded, 1,000 draws by default.
+- Every headline figure `<key>` has `<key>_ci` = [low, high] and `<key>_ci_method`: the method
+  suited to the statistic (`metrics/reporting/intervals.py`: BCa over images for STS and their
+  differences, Wilson with the design effect for shares of persons, test inversion for the GEP
+  score, Newcombe for GEP components), seeded, 1,000 draws by default; every interval holds its
+  estimate.
 - Labels per question: majority vote of its effective answers (ties kept as "tie" and counted), or
   Dawid-Skene (`aggregation="dawid_skene"`).
 - PST: `treatment="paper"` counts "Cannot identify" and ties as -1 (the paper's formula);
@@ -13,8 +16,6 @@ Built from `CampaignData` arrays by the pure functions of `metrics.core`. Conven
 """
 from __future__ import annotations
 
-import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,26 +23,21 @@ import numpy as np
 
 from campaigns import presets
 from metrics.core import aggregation, agreement, gep, pst
-from metrics.core._arrays import index_in
-from metrics.core.uncertainty import cluster_bootstrap_sums, permutation_test_sts
+from metrics.core.uncertainty import permutation_test_sts
 
 from .extract.data import CampaignData
 from .options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
+from .reporting.agreement_extra import agreement_subsets
+from .reporting.amplification import amplification_section
+from .reporting.gep_extra import baseline_distances
+from .reporting.intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
+from .reporting.pst_extra import gender_balance, intervention_section
+from .reporting.templates import template_column, template_labels, template_mean
+from .reporting.values import num as _f
+from .reporting.values import sub as _sub
 
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "label_table",
            "question_labels", "report_from_data"]
-
-
-def _f(x: Any) -> float | None:
-    """A JSON float (None for NaN / missing)."""
-    if x is None:
-        return None
-    value = float(x)
-    return None if math.isnan(value) or math.isinf(value) else value
-
-
-def _ci(low: Any, high: Any) -> list[float | None]:
-    return [_f(low), _f(high)]
 
 
 # ------------------------------------------------------------------------------ labels
@@ -108,38 +104,10 @@ def agreement_section(data: CampaignData) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ PST
-def _cluster_cells(images: np.ndarray, cells: np.ndarray, n_cells: int, values: list[np.ndarray]) -> np.ndarray:
-    """Per-image sums for bootstrap columns: column `2 * cell + v` holds sum of values[v] of the
-    image's rows in that cell, plus one overall pair of columns first. One bincount per value."""
-    img_codes = np.unique(images, return_inverse=True)[1]
-    n_img = int(img_codes.max()) + 1 if img_codes.size else 0
-    width = 2 * (n_cells + 1)
-    out = np.zeros((n_img, width))
-    for v, vals in enumerate(values):
-        out[:, v] = np.bincount(img_codes, weights=vals, minlength=n_img)
-        flat = np.bincount(img_codes * n_cells + cells, weights=vals, minlength=n_img * n_cells)
-        out[:, 2 + v::2] = flat.reshape(n_img, n_cells)
-    return out
-
-
-def _pst_columns(identities: np.ndarray, s: np.ndarray, w: np.ndarray, names: list[str],
-                 images: np.ndarray) -> np.ndarray:
-    """Per-image sums of [s*w, w] overall, then per identity, for the vectorised bootstrap."""
-    cells = np.searchsorted(np.asarray(names), identities)
-    return _cluster_cells(images, cells, len(names), [s * w, w])
-
-
-def _ratio_cols(t: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return 100.0 * t[:, 0::2] / t[:, 1::2]
-
-
 def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.ndarray, labels: np.ndarray,
-                 images: np.ndarray, runs: np.ndarray | None, options: ReportOptions, seed: int,
-                 group_members: dict[str, list[str]]) -> tuple[dict[str, Any], np.ndarray | None]:
-    rep = pst.pst_report(identities, groups, stereotypes, labels, image_ids=images, runs=runs)
+                 images: np.ndarray, runs: np.ndarray | None, options: ReportOptions, seed: int) -> dict[str, Any]:
+    rep = pst.pst_report(identities, groups, stereotypes, labels, image_ids=images)
     main, other = rep[options.treatment], rep["excluded" if options.treatment == "paper" else "paper"]
-    names = sorted(main["micro"])
     out: dict[str, Any] = {
         "treatment": options.treatment,
         "persons": rep["n_persons"],
@@ -150,11 +118,10 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
         "percent_feminine": {k: _f(v) for k, v in main["percent_feminine"].items()},
         "counts": rep["counts"],
     }
-    if "runs" in main:
-        runs_sorted = sorted(main["runs"]["runs"].items())
-        out["runs"] = [_f(v) for _, v in runs_sorted]
-        out["run_ids"] = [int(k) + 1 for k, _ in runs_sorted]  # run n = sample index n-1
-        out["runs_mean"] = _f(main["runs"]["mean"])
+    boot = {"n_boot": options.n_boot, "confidence": options.confidence, "seed": seed}
+    if runs is not None and images.size:
+        out.update(pst_runs(images=images, runs=runs, labels=labels, stereotypes=stereotypes,
+                            treatment=options.treatment, **boot))
     out["without_undetermined" if options.treatment == "paper" else "paper_formula"] = {
         "treatment": "excluded" if options.treatment == "paper" else "paper",
         "overall": _f(other["overall"]),
@@ -162,29 +129,13 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
         "groups": {k: _f(v) for k, v in other["groups"].items()},
         "percent_feminine": {k: _f(v) for k, v in other["percent_feminine"].items()},
     }
-    draws = None
     if options.n_boot > 0 and images.size:
-        s, w = pst.stereo_weights(labels, stereotypes, options.treatment)
-        sums = _pst_columns(identities, s.astype(float), w.astype(float), names, images)
-        iv, draws = cluster_bootstrap_sums(sums, _ratio_cols, n_boot=options.n_boot,
-                                           confidence=options.confidence, seed=seed, return_draws=True)
-        out["overall_ci"] = _ci(iv.low[0], iv.high[0])
-        out["micro_ci"] = {n: _ci(iv.low[i + 1], iv.high[i + 1]) for i, n in enumerate(names)}
-        # Group means are means of micro STS: take them per draw.
-        alpha = (1 - options.confidence) / 2
-        out["groups_ci"] = {}
-        for g, members in group_members.items():
-            idx = [names.index(m) + 1 for m in members if m in names]
-            if idx:
-                with warnings.catch_warnings():  # a draw where no identity of the group was counted
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    gd = np.nanmean(draws[:, idx], axis=1)
-                lo, hi = np.nanpercentile(gd, [100 * alpha, 100 * (1 - alpha)])
-                out["groups_ci"][g] = _ci(lo, hi)
-        if runs is not None and "runs" in out:
-            # Each run is a subset of images; CI of the mean of runs = CI of the overall when runs are equal.
-            out["runs_mean_ci"] = out["overall_ci"]
-    return out, draws
+        out.update(pst_setting_intervals(images=images, identities=identities, groups=groups, stereotypes=stereotypes,
+                                         labels=labels, treatment=options.treatment, **boot))
+    return out
+
+
+_NOT_PER_TEMPLATE = ("treatment", "counts", "without_undetermined", "paper_formula")
 
 
 def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
@@ -192,24 +143,38 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     spec = data.campaign.spec
     groups_spec = spec["design"]["identities"]["groups"]
     stereotype_of = {g["name"]: g["stereotype"] for g in groups_spec}
-    group_members = {g["name"]: list(g["identities"]) for g in groups_spec}
     identities = data.q_meta["identity"]
     groups = data.q_meta["group"]
     stereotypes = np.array([stereotype_of.get(g, "masculine") for g in groups], dtype=object)
     out: dict[str, Any] = {"treatment": options.treatment, "excluded": {},
                            "identity_groups": {i: g["name"] for g in groups_spec for i in g["identities"]}}
-    draws: dict[str, np.ndarray | None] = {}
     setting_rows: dict[str, np.ndarray] = {}
+    templates = template_column(data)
     for setting in ("single", "paired", "intervention"):
         mask = data.q_setting == setting
         if not mask.any():
             continue
         setting_rows[setting] = mask
-        runs = data.q_meta["sample_index"][mask] if setting == "single" else None
-        section, draws[setting] = _pst_setting(
-            identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask], runs,
-            options, seed, group_members)
+        runs = data.q_meta["sample_index"][mask]
+        # STS per run for any setting with more than one sample (and always for single, PST Table 13).
+        use_runs = setting == "single" or np.unique(runs).size > 1
+        section = _pst_setting(identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask],
+                               runs if use_runs else None, options, seed)
+        names = template_labels(templates[mask])
+        if len(names) > 1:  # several prompt templates: every figure per template, and their mean
+            section["by_template"] = {}
+            for t in names:
+                m = mask & (templates == t)
+                part = _pst_setting(identities[m], groups[m], stereotypes[m], labels[m], data.q_image[m], None,
+                                    options, seed)
+                section["by_template"][t] = {k: v for k, v in part.items() if k not in _NOT_PER_TEMPLATE}
+            section["template_mean"] = template_mean(section["by_template"], ("overall",),
+                                                     ("micro", "groups", "percent_feminine"))
         out[setting] = section
+        if setting == "single":  # the unified VLM paper's design: one person per image of an identity
+            out["gender_balance"] = {setting: gender_balance(
+                images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
+                confidence=options.confidence, seed=seed)}
         lk = pst.label_kinds(labels[mask])
         out["excluded"][setting] = {
             "cannot_identify": int((lk == pst.K_CANNOT).sum()),
@@ -228,13 +193,12 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             "groups": {k: _sub(v, single["groups"].get(k)) for k, v in paired["groups"].items()
                        if k in single["groups"]},
         }
-        ds, dp = draws.get("single"), draws.get("paired")
-        if ds is not None and dp is not None:
-            # Independent image resamples of the two settings: difference of the draws.
-            alpha = (1 - options.confidence) / 2
-            diff = dp[:, 0] - ds[:, 0]
-            lo, hi = np.nanpercentile(diff, [100 * alpha, 100 * (1 - alpha)])
-            gap["overall_ci"] = _ci(lo, hi)
+        if options.n_boot > 0:
+            rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
+                           "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
+            gap.update(pst_gap_intervals(paired=rows["paired"], single=rows["single"], groups=out["identity_groups"],
+                                         treatment=options.treatment, n_boot=options.n_boot,
+                                         confidence=options.confidence, seed=seed))
         if options.n_perm > 0:
             both = setting_rows["single"] | setting_rows["paired"]
             perm = permutation_test_sts(data.q_image[both], (data.q_setting[both] == "paired").astype(int),
@@ -243,39 +207,45 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             gap["permutation_test"] = {"observed": _f(perm.observed), "p_value": _f(perm.p_value),
                                        "n_perm": perm.n_perm, "null": "setting label exchangeable over images"}
         out["gap"] = gap
+    if "paired" in setting_rows and "intervention" in setting_rows:
+        rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
+                       "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
+        out["intervention_analysis"] = intervention_section(
+            plain=rows["paired"], intervention=rows["intervention"], groups=out["identity_groups"],
+            treatment=options.treatment, n_boot=options.n_boot, n_perm=options.n_perm,
+            confidence=options.confidence, seed=seed)
     if spec["design"].get("aspect") == "occupation" and spec["design"]["identities"].get("preset") == "occupation":
         out["labor_stats_percent_female"] = presets.labor_stats_percent_female()
     return out
 
 
-def _sub(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a - b
-
-
 # ------------------------------------------------------------------------------ GEP
-def _gep_columns(genders: np.ndarray, attributes: np.ndarray, present: np.ndarray, counted: np.ndarray,
-                 gender_order: list[str], attribute_order: list[str], images: np.ndarray) -> np.ndarray:
-    """Per-image sums of [present, counted] per (gender, attribute) cell, genders 0 and 1 only,
-    without the overall pair (dropped below)."""
-    g = index_in(genders, gender_order[:2])
-    a = index_in(attributes, attribute_order)
-    keep = (g >= 0) & (a >= 0)
-    cells = g[keep] * len(attribute_order) + a[keep]
-    sums = _cluster_cells(images[keep], cells, 2 * len(attribute_order),
-                          [present[keep].astype(float), counted[keep].astype(float)])
-    return sums[:, 2:]
-
-
-def _gep_stat(n_attr: int):  # type: ignore[no-untyped-def]
-    def stat(t: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = t[:, 0::2] / t[:, 1::2]
-        v = f[:, :n_attr] - f[:, n_attr:2 * n_attr]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            score = np.nanmean(np.abs(v), axis=1)
-        return np.concatenate([score[:, None], v], axis=1)
-    return stat
+def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
+                 gender_order: list[str], attribute_order: list[str], options: ReportOptions,
+                 seed: int) -> dict[str, Any]:
+    """GEP figures of the questions in `mask` (one setting, or one template of a setting)."""
+    genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
+    present_attrs = [a for a in attribute_order if (attributes == a).any()]
+    rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
+    by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
+                                    present_attrs, options.gep_tie_policy)
+    section: dict[str, Any] = {
+        "score": _f(rep["score"]),
+        "vector": {a: _f(v) for a, v in rep["vector"].items()},
+        "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
+        "counts": rep["counts"],
+        "by_context": {c: _f(v) for c, v in by_context.items()},
+        "images": int(np.unique(data.q_image[mask]).size),
+        "questions": int(mask.sum()),
+        "ties": int(ties[mask].sum()),
+        "unanswered": int((lab == "").sum()),
+    }
+    if options.n_boot > 0:
+        section.update(gep_setting_intervals(
+            images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
+            gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
+            n_boot=options.n_boot, confidence=options.confidence, seed=seed))
+    return section
 
 
 def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
@@ -284,38 +254,34 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     gender_order = [g["name"] for g in design["genders"]]
     attribute_order = [a["name"] for a in design["attributes"]]
     out: dict[str, Any] = {"tie_policy": options.gep_tie_policy, "genders": gender_order,
-                           "vector_definition": f"{gender_order[0]} minus {gender_order[1]}"}
+                           "vector_definition": f"{gender_order[0]} minus {gender_order[1]}",
+                           "genders_in_vector": gender_order[:2]}
+    if len(gender_order) > 2:
+        # GEP section 7: every other gender's distance from the baseline, under `distances` (none dropped).
+        out["baseline_gender"] = design.get("baseline_gender") or gender_order[0]
     genders_all, attributes_all = data.q_meta["gender"], data.q_meta["attribute"]
-    contexts_all = data.q_meta["context"]
+    templates = template_column(data)
     for setting in ("neutral", "explicit"):
         mask = (data.q_setting == setting) & np.isin(genders_all, gender_order[:2])
         if not mask.any():
             continue
-        genders, attributes, lab = genders_all[mask], attributes_all[mask], labels[mask]
-        present_attrs = [a for a in attribute_order if (attributes == a).any()]
-        rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
-        by_context = gep.gep_by_context(contexts_all[mask], genders, attributes, lab, gender_order[:2],
-                                        present_attrs, options.gep_tie_policy)
-        section: dict[str, Any] = {
-            "score": _f(rep["score"]),
-            "vector": {a: _f(v) for a, v in rep["vector"].items()},
-            "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
-            "counts": rep["counts"],
-            "by_context": {c: _f(v) for c, v in by_context.items()},
-            "images": int(np.unique(data.q_image[mask]).size),
-            "questions": int(mask.sum()),
-            "ties": int(ties[mask].sum()),
-            "unanswered": int((lab == "").sum()),
-        }
-        if options.n_boot > 0:
-            present, counted, _ = gep.present_weights(lab, options.gep_tie_policy)
-            sums = _gep_columns(genders, attributes, present, counted, gender_order, present_attrs,
-                                data.q_image[mask])
-            iv = cluster_bootstrap_sums(sums, _gep_stat(len(present_attrs)), n_boot=options.n_boot,
-                                        confidence=options.confidence, seed=seed)
-            section["score_ci"] = _ci(iv.low[0], iv.high[0])
-            section["vector_ci"] = {a: _ci(iv.low[i + 1], iv.high[i + 1]) for i, a in enumerate(present_attrs)}
+        section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed)
+        names = template_labels(templates[mask])
+        if len(names) > 1:  # several prompt templates: every figure per template, and their mean
+            section["by_template"] = {}
+            for t in names:
+                part = _gep_setting(data, mask & (templates == t), labels, ties, gender_order, attribute_order,
+                                    options, seed)
+                section["by_template"][t] = {k: v for k, v in part.items() if k not in ("counts", "by_context")}
+            section["template_mean"] = template_mean(section["by_template"], ("score",), ("vector",))
         out[setting] = section
+        if len(gender_order) > 2:
+            every = data.q_setting == setting
+            out.setdefault("distances", {})[setting] = baseline_distances(
+                images=data.q_image[every], genders=genders_all[every], attributes=attributes_all[every],
+                labels=labels[every], baseline=out["baseline_gender"], gender_order=gender_order,
+                attribute_order=[a for a in attribute_order if (attributes_all[every] == a).any()],
+                tie_policy=options.gep_tie_policy, n_boot=options.n_boot, confidence=options.confidence, seed=seed)
     return out
 
 
@@ -332,10 +298,14 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
-        "agreement": agreement_section(data),
+        "agreement": {**agreement_section(data), **agreement_subsets(data)},
     }
     if campaign.kind == "pst":
         report["pst"] = pst_section(data, labels, ties, options, seed)
+        amplification = amplification_section(data, labels, label_source=f"human answers ({options.aggregation})",
+                                              n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+        if amplification:
+            report["amplification"] = amplification
     else:
         report["gep"] = gep_section(data, labels, ties, options, seed)
     return report

@@ -36,6 +36,8 @@ def _questions_for_image(campaign: Campaign, image: Image, cfg: Mapping[str, Any
                          phrases: Mapping[str, str]) -> list[Question]:
     prompt = image.prompt
     base = {"setting": prompt.setting, "prompt_key": prompt.key, "sample_index": image.sample_index}
+    if "template_index" in prompt.metadata:  # a setting with several prompt templates (docs/spec.md)
+        base["template_index"] = prompt.metadata["template_index"]
     out: list[Question] = []
     if campaign.kind == Campaign.Kind.PST:
         # One order key per image, so the persons of a paired image sit next to each other in the pool.

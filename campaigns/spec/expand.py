@@ -9,6 +9,7 @@ from typing import Any
 from .base import (
     derive_seed,
 )
+from .fields import template_list
 
 
 # --------------------------------------------------------------------------------------------
@@ -22,6 +23,17 @@ class PromptPlan:
     metadata: dict[str, Any]
     samples: int
     seeds: list[int] = field(default_factory=list)
+    template_index: int = 0  # which of the setting's templates (0-based)
+    template: str = ""       # that template's text
+
+
+def _templated(key: str, metadata: dict[str, Any], index: int, count: int, template: str
+               ) -> tuple[str, dict[str, Any]]:
+    """A setting with several templates: the key gets `#<n>` (n = index + 1) and the metadata
+    `template_index` (0-based) and `template`; with one template both stay as they were."""
+    if count == 1:
+        return key, metadata
+    return f"{key}#{index + 1}", {**metadata, "template_index": index, "template": template}
 
 
 def _render(template: str, **values: str) -> str:
@@ -54,26 +66,31 @@ def _pst_plans(spec: Mapping[str, Any]) -> list[PromptPlan]:
 
     plans: list[PromptPlan] = []
 
-    def add(setting: str, people: list[dict[str, Any]], text: str) -> None:
-        key = f"{setting}:" + "|".join(pp["identity"] for pp in people)
+    def add(setting: str, people: list[dict[str, Any]], template_index: int, templates: list[str]) -> None:
+        template = templates[template_index]
+        key, metadata = _templated(f"{setting}:" + "|".join(pp["identity"] for pp in people),
+                                   {"setting": setting, "aspect": design["aspect"], "persons": people},
+                                   template_index, len(templates), template)
         n = design["samples"][setting]
         seeds = [derive_seed(seed, key, s) for s in range(n)]
-        plans.append(PromptPlan(key=key, setting=setting, text=text, samples=n, seeds=seeds,
-                                metadata={"setting": setting, "aspect": design["aspect"], "persons": people}))
+        ids = {"id1": people[0]["identity"], **({"id2": people[1]["identity"]} if len(people) > 1 else {})}
+        plans.append(PromptPlan(key=key, setting=setting, text=_render(template, **ids), samples=n, seeds=seeds,
+                                metadata=metadata, template_index=template_index, template=template))
 
     for setting in design["settings"]:
-        template = design["templates"][setting]
-        if setting == "single":
-            for g in groups:
-                for ident in g["identities"]:
-                    add(setting, [person(ident, "single")], _render(template, id1=ident))
-            continue
-        pairs = _setting_pairs(design, setting)
-        orders = [(0, 1), (1, 0)] if design["flip_order"] else [(0, 1)]
-        for order in orders:
-            for pair in pairs:
-                left, right = pair[order[0]], pair[order[1]]
-                add(setting, [person(left, "left"), person(right, "right")], _render(template, id1=left, id2=right))
+        templates = template_list(design["templates"][setting])
+        for t in range(len(templates)):
+            if setting == "single":
+                for g in groups:
+                    for ident in g["identities"]:
+                        add(setting, [person(ident, "single")], t, templates)
+                continue
+            pairs = _setting_pairs(design, setting)
+            orders = [(0, 1), (1, 0)] if design["flip_order"] else [(0, 1)]
+            for order in orders:
+                for pair in pairs:
+                    left, right = pair[order[0]], pair[order[1]]
+                    add(setting, [person(left, "left"), person(right, "right")], t, templates)
     return plans
 
 
@@ -82,18 +99,21 @@ def _gep_plans(spec: Mapping[str, Any]) -> list[PromptPlan]:
     seed = spec["seed"]
     plans: list[PromptPlan] = []
     for setting in design["settings"]:
-        template = design["templates"][setting]
+        templates = template_list(design["templates"][setting])
         n = design["samples"][setting]
         attributes: list[dict[str, str] | None] = list(design["attributes"]) if setting == "explicit" else [None]
-        for gender, attribute, context in itertools.product(design["genders"], attributes, design["contexts"]):
-            parts = [gender["name"]] + ([attribute["name"]] if attribute else []) + [context["name"]]
-            key = f"{setting}:" + "|".join(parts)
-            text = _render(template, gender=gender["phrase"], context=context["phrase"],
-                           **({"attribute": attribute["phrase"]} if attribute else {}))
-            metadata = {"setting": setting, "gender": gender["name"], "context": context["name"],
-                        "attribute": attribute["name"] if attribute else None}
-            plans.append(PromptPlan(key=key, setting=setting, text=text, samples=n, metadata=metadata,
-                                    seeds=[derive_seed(seed, key, s) for s in range(n)]))
+        for t, template in enumerate(templates):
+            for gender, attribute, context in itertools.product(design["genders"], attributes, design["contexts"]):
+                parts = [gender["name"]] + ([attribute["name"]] if attribute else []) + [context["name"]]
+                text = _render(template, gender=gender["phrase"], context=context["phrase"],
+                               **({"attribute": attribute["phrase"]} if attribute else {}))
+                key, metadata = _templated(f"{setting}:" + "|".join(parts),
+                                           {"setting": setting, "gender": gender["name"], "context": context["name"],
+                                            "attribute": attribute["name"] if attribute else None},
+                                           t, len(templates), template)
+                plans.append(PromptPlan(key=key, setting=setting, text=text, samples=n, metadata=metadata,
+                                        seeds=[derive_seed(seed, key, s) for s in range(n)], template_index=t,
+                                        template=template))
     return plans
 
 
@@ -106,19 +126,19 @@ def spec_expand(spec: Mapping[str, Any]) -> list[PromptPlan]:
 
 def spec_count_prompts(spec: Mapping[str, Any]) -> int:
     design = spec["design"]
+    return sum(_setting_prompts(spec, setting) for setting in design["settings"])
+
+
+def _setting_prompts(spec: Mapping[str, Any], setting: str) -> int:
+    """Prompts of one setting (every template counted)."""
+    design = spec["design"]
+    k = len(template_list(design["templates"][setting]))
     if spec["kind"] == "pst":
-        total = 0
-        for setting in design["settings"]:
-            if setting == "single":
-                total += sum(len(g["identities"]) for g in design["identities"]["groups"])
-            else:
-                total += len(_setting_pairs(design, setting)) * (2 if design["flip_order"] else 1)
-        return total
-    total = 0
-    for setting in design["settings"]:
-        per = len(design["genders"]) * len(design["contexts"])
-        total += per * (len(design["attributes"]) if setting == "explicit" else 1)
-    return total
+        if setting == "single":
+            return k * sum(len(g["identities"]) for g in design["identities"]["groups"])
+        return k * len(_setting_pairs(design, setting)) * (2 if design["flip_order"] else 1)
+    return k * len(design["genders"]) * len(design["contexts"]) * (
+        len(design["attributes"]) if setting == "explicit" else 1)
 
 
 def spec_count_images(spec: Mapping[str, Any]) -> int:
@@ -126,16 +146,7 @@ def spec_count_images(spec: Mapping[str, Any]) -> int:
     design = spec["design"]
     total = 0
     for setting in design["settings"]:
-        samples = design["samples"][setting]
-        if spec["kind"] == "pst":
-            if setting == "single":
-                prompts = sum(len(g["identities"]) for g in design["identities"]["groups"])
-            else:
-                prompts = len(_setting_pairs(design, setting)) * (2 if design["flip_order"] else 1)
-        else:
-            prompts = len(design["genders"]) * len(design["contexts"]) * (
-                len(design["attributes"]) if setting == "explicit" else 1)
-        total += prompts * samples
+        total += _setting_prompts(spec, setting) * design["samples"][setting]
     return total
 
 

@@ -119,23 +119,45 @@ def _template(value: Any, required: tuple[str, ...], allowed: tuple[str, ...], p
     return value if ok else None
 
 
+MAX_TEMPLATES = 20  # prompt templates per setting
+
+
 def _templates(value: Any, settings: list[str], spec: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]],
-               defaults: Mapping[str, str], path: str, p: Problems) -> dict[str, str]:
-    out = {s: defaults[s] for s in settings}
+               defaults: Mapping[str, str], path: str, p: Problems) -> dict[str, str | list[str]]:
+    """Per setting one template (a string), or several (a list of 2..MAX_TEMPLATES strings: every
+    identity / context is rendered with each, bias-amplification Table 1). A list of one is one."""
+    out: dict[str, str | list[str]] = {s: defaults[s] for s in settings}
     if value is _MISSING:
         return out
     if not isinstance(value, Mapping):
-        p.add(path, "must be an object mapping a setting to its template")
+        p.add(path, "must be an object mapping a setting to its template (or a list of templates)")
         return out
     for key, tmpl in value.items():
         if key not in spec:
             p.add(f"{path}.{key}", f"unknown setting {brief(key)} (allowed: {', '.join(spec)})")
             continue
         required, allowed = spec[key]
-        checked = _template(tmpl, required, allowed, f"{path}.{key}", p)
-        if checked is not None and key in out:
-            out[key] = checked
+        if isinstance(tmpl, list):
+            if not tmpl or len(tmpl) > MAX_TEMPLATES:
+                p.add(f"{path}.{key}", f"must be a template or a list of 1 to {MAX_TEMPLATES} templates")
+                continue
+            checked = [_template(t, required, allowed, f"{path}.{key}[{i}]", p) for i, t in enumerate(tmpl)]
+            if len(set(tmpl)) != len(tmpl):
+                p.add(f"{path}.{key}", "the same template appears twice")
+                continue
+            good = [c for c in checked if c is not None]
+            if len(good) == len(checked) and key in out:
+                out[key] = good[0] if len(good) == 1 else good
+            continue
+        one = _template(tmpl, required, allowed, f"{path}.{key}", p)
+        if one is not None and key in out:
+            out[key] = one
     return out
+
+
+def template_list(templates: str | list[str]) -> list[str]:
+    """The templates of a setting as a list (one template: a list of one)."""
+    return [templates] if isinstance(templates, str) else list(templates)
 
 
 def _named_list(value: Any, path: str, p: Problems, *, what: str, preset: Callable[[], list[Any]],

@@ -21,7 +21,7 @@ from .fields import (
 # --------------------------------------------------------------------------------------------
 # GEP
 # --------------------------------------------------------------------------------------------
-_GEP_DESIGN_KEYS = ("settings", "samples", "genders", "attributes", "contexts", "templates")
+_GEP_DESIGN_KEYS = ("settings", "samples", "genders", "attributes", "contexts", "templates", "baseline_gender")
 _GEP_TEMPLATE_SPEC = {
     "neutral": (("gender", "context"), ("gender", "context")),
     "explicit": (("gender", "attribute", "context"), ("gender", "attribute", "context")),
@@ -47,5 +47,14 @@ def _normalize_gep(design: Mapping[str, Any], seed: int, p: Problems) -> dict[st
                            preset=lambda: base["contexts"], needs_phrase=False, setting="SPEC_MAX_CONTEXTS")
     templates = _templates(design.get("templates", _MISSING), settings, _GEP_TEMPLATE_SPEC,
                            presets.GEP_TEMPLATES, f"{path}.templates", p)
-    return {"settings": settings, "samples": samples, "genders": genders, "attributes": attributes,
-            "contexts": contexts, "templates": templates}
+    out = {"settings": settings, "samples": samples, "genders": genders, "attributes": attributes,
+           "contexts": contexts, "templates": templates}
+    if "baseline_gender" in design:
+        # GEP section 7: with more than two genders the report gives each gender's distance from this one.
+        baseline = design["baseline_gender"]
+        names = [g["name"] for g in genders or []]
+        if not isinstance(baseline, str) or (names and baseline not in names):
+            p.add(f"{path}.baseline_gender", f"must be the name of one of design.genders ({', '.join(names)})")
+        else:
+            out["baseline_gender"] = baseline
+    return out

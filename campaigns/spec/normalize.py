@@ -23,11 +23,12 @@ from .fields import (
 )
 from .gep import _normalize_gep
 from .pst import _normalize_pst
+from .references import normalize_references
 
 # --------------------------------------------------------------------------------------------
 # The whole spec
 # --------------------------------------------------------------------------------------------
-_TOP_KEYS = ("version", "name", "kind", "seed", "description", "design", "backend", "annotation")
+_TOP_KEYS = ("version", "name", "kind", "seed", "description", "design", "backend", "annotation", "references")
 
 
 def spec_normalize(raw: Any) -> dict[str, Any]:
@@ -82,6 +83,8 @@ def spec_normalize(raw: Any) -> dict[str, Any]:
                            "description": description, "design": norm_design, "backend": norm_backend}
     for section, validator in _section_validators.items():
         out[section] = validator(raw.get(section, _MISSING_SECTION), p, raw)
+    if "references" in raw:
+        out["references"] = normalize_references(raw["references"], p, kind=kind)
     for section in ("annotation",):
         if section not in _section_validators and section in raw:
             if not isinstance(raw[section], Mapping):

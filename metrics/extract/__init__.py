@@ -138,9 +138,10 @@ def assemble(facts: CampaignFacts, questions: QuestionColumns, answers: AnswerCo
                    "annotators_blocked": int(blocked.size) if exclude_blocked else 0,
                    "annotators": int(np.unique(a_annotator).size)})
     meta = {k: v[pool] for k, v in questions.meta.items()}
-    if "sample_index" in meta:
-        raw = meta["sample_index"]
-        meta["sample_index"] = np.where(raw == "", "-1", raw).astype(np.int64) if raw.size else np.zeros(0, np.int64)
+    for key in ("sample_index", "template_index"):
+        if key in meta:
+            raw = meta[key]
+            meta[key] = np.where(raw == "", "-1", raw).astype(np.int64) if raw.size else np.zeros(0, np.int64)
     return CampaignData(facts, q_id, questions.image[pool], questions.setting[pool], meta, a_qidx.astype(np.int64),
                         a_annotator, answers.code[use], answers.choices, counts,
                         AnswerTable(answers, questions, q_row, superseded) if table else None)

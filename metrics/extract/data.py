@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 # Question metadata keys read per campaign kind (the contract of GET /api/campaigns/{id}/questions/).
-PST_KEYS = ("identity", "group", "position", "sample_index")
-GEP_KEYS = ("gender", "attribute", "context", "sample_index")
+PST_KEYS = ("identity", "group", "position", "sample_index", "template_index")
+GEP_KEYS = ("gender", "attribute", "context", "sample_index", "template_index")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class CampaignData:
     q_id: np.ndarray                 # int64, sorted
     q_image: np.ndarray              # int64
     q_setting: np.ndarray            # str
-    q_meta: dict[str, np.ndarray]    # str columns ('' = missing); sample_index int64 (-1 = missing)
+    q_meta: dict[str, np.ndarray]    # str columns ('' = missing); sample_index, template_index int64 (-1 = missing)
     a_qidx: np.ndarray               # int64 row into the question arrays
     a_annotator: np.ndarray          # int64
     a_code: np.ndarray               # int64 index into `choices`

@@ -56,6 +56,8 @@ def make_questions(campaign: Campaign, images: list[Image], required: int = 3) -
     for img in images:
         meta = img.prompt.metadata
         base = {"setting": meta["setting"], "prompt_key": img.prompt.key, "sample_index": img.sample_index}
+        if "template_index" in meta:
+            base["template_index"] = meta["template_index"]
         if campaign.kind == "pst":
             for person in meta["persons"]:
                 rows.append(Question(

@@ -70,8 +70,8 @@ def test_answers_csv_rows_hold_the_stored_values(researcher: User, spec: dict[st
     text = _answers_csv(campaign, fast=True)
     rows = list(csv.reader(io.StringIO(text, newline="")))
     header, body = rows[0], rows[1:]
-    meta = ["identity", "group", "position", "sample_index"] if spec["kind"] == "pst" else \
-        ["gender", "attribute", "context", "sample_index"]
+    meta = ["identity", "group", "position", "sample_index", "template_index"] if spec["kind"] == "pst" else \
+        ["gender", "attribute", "context", "sample_index", "template_index"]
     assert header[13:] == meta
     stored = list(Answer.objects.filter(campaign=campaign).order_by("id").select_related("question__image"))
     assert len(body) == len(stored)

@@ -1,7 +1,7 @@
 """Contract: the report extraction's portable twin (`metrics/extract/orm.py`, what SQLite runs) gives
 exactly what the PostgreSQL fast path (`metrics/extract/pg.py`) gives, run side by side on
 PostgreSQL: every array, count and choice, the answer table of answers.csv, and the report built from
-them. On data with everything at once (tests.metrics.builders.messy_campaign): corrections and a
+them. On data with everything at once (tests.builders.metrics.messy_campaign): corrections and a
 chain of them, blocked and paused annotators, gold questions, an excluded image, ties, unanswered
 questions, missing metadata, and tabs, line breaks, quotes, commas, backslashes and non-ASCII text
 in names, slots and choices."""

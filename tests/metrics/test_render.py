@@ -101,29 +101,29 @@ def test_a_new_section_registers_its_html_tables_and_charts(researcher: User, se
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """What the next sections (amplification, per-template breakdowns, ...) do: one renderer, one
     partial; the pages, the zip and the charts pick it up with no central change."""
-    (tmp_path / "amplification.html").write_text(
-        '<h2>Amplification</h2><table id="amp">{% for name, v in rows %}<tr><td>{{ name }}</td><td>{{ v }}</td>'
+    (tmp_path / "example.html").write_text(
+        '<h2>Example section</h2><table id="amp">{% for name, v in rows %}<tr><td>{{ name }}</td><td>{{ v }}</td>'
         "</tr>{% endfor %}</table>")
     settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [*settings.TEMPLATES[0]["DIRS"], tmp_path]}]
     monkeypatch.setattr(section_registry, "_REGISTRY", dict(section_registry._REGISTRY))
     section_registry.register(section_registry.SectionRenderer(
-        key="amplification", order=15, template="amplification.html",
+        key="example", order=15, template="example.html",
         rows=lambda sec: sorted(sec["by_identity"].items()),
-        tables=lambda sec, campaign: [section_registry.Table("amplification.csv", ["identity", "amplification"],
+        tables=lambda sec, campaign: [section_registry.Table("example.csv", ["identity", "amplification"],
                                                              sorted(map(list, sec["by_identity"].items())))],
         charts=lambda sec: [("Amplification per identity", "<svg id='amp-chart'></svg>")]))
     campaign, report, (data, labels) = _built(researcher, SMALL_PST, stereotyped)
-    report = {**report, "amplification": {"by_identity": {"nurse": 0.25, "pilot": -0.5}}}
+    report = {**report, "example": {"by_identity": {"nurse": 0.25, "pilot": -0.5}}}
     html = render.report_html(campaign=CampaignFacts.of(campaign), report=report)
-    assert html.index("Agreement") < html.index("Amplification") < html.index("Stereotype Test Scores")
+    assert html.index("Agreement") < html.index("Example section") < html.index("Stereotype Test Scores")
     assert "<td>nurse</td><td>0.25</td>" in html and "amp-chart" in html
     zf = zipfile.ZipFile(io.BytesIO(render.report_csv_zip(report=report, data=data, labels=labels)))
-    assert zf.read("amplification.csv").decode() == "identity,amplification\nnurse,0.25\npilot,-0.5\n"
-    assert zf.namelist().index("agreement.csv") < zf.namelist().index("amplification.csv") < zf.namelist().index(
+    assert zf.read("example.csv").decode() == "identity,amplification\nnurse,0.25\npilot,-0.5\n"
+    assert zf.namelist().index("agreement.csv") < zf.namelist().index("example.csv") < zf.namelist().index(
         "pst_identity.csv")
     # A report without the section renders as before.
-    assert "Amplification" not in render.report_html(campaign=CampaignFacts.of(campaign),
-                                                     report={k: v for k, v in report.items() if k != "amplification"})
+    assert "Example section" not in render.report_html(campaign=CampaignFacts.of(campaign),
+                                                       report={k: v for k, v in report.items() if k != "example"})
     with pytest.raises(ValueError, match="registered already"):
         section_registry.register(section_registry.SectionRenderer(key="pst", order=1, template="x.html",
                                                                    rows=lambda sec: []))

@@ -66,7 +66,8 @@ def test_report_json_has_the_contract_keys(api: APIClient, pst_campaign: Campaig
     assert "cannot_identify" in pst["excluded"]["paired"]
     for key in ("overall_ci", "micro_ci", "groups_ci"):
         assert key in pst["paired"]
-    assert pst["paired"]["overall_ci"] == [100.0, 100.0]
+    assert pst["paired"]["overall_ci"] == [100.0, 100.0] and pst["paired"]["overall_ci_method"] == "bca-cluster"
+    assert pst["paired"]["micro_ci_method"] == "wilson-deff" and pst["paired"]["micro_ci"]["nurse"][1] == 100.0
     assert r["campaign"]["synthetic"] is True
 
 
@@ -158,6 +159,8 @@ def test_html_report_has_charts_and_tables(api: APIClient, pst_campaign: Campaig
     assert "Krippendorff" in html and "Paired vs single" in html
     gep_html = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?format=html&n_boot=20").content.decode()
     assert "symmetric log" in gep_html and gep_html.count("<svg") == 2
+    # The interval method is stated next to every interval.
+    assert "<td>bca-cluster</td>" in html and "wilson-deff" in html and "<td>gep-test-inversion</td>" in gep_html
 
 
 def test_bad_parameters_are_named(api: APIClient, pst_campaign: Campaign) -> None:

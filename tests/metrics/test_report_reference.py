@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from campaigns import presets
+from metrics.core.amplification import amplification as core_amplification
 from metrics.report import ReportOptions
 from metrics.services import report_build
+from tests.builders.intervals import count_intervals, interval_violations
 from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
@@ -89,12 +92,32 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     # Intervals: contain the estimate, seeded.
     lo, hi = pst["paired"]["overall_ci"]
     assert lo < pst["paired"]["overall"] < hi and hi - lo < 15
+    assert pst["paired"]["overall_ci_method"] == "bca-cluster" and pst["paired"]["micro_ci_method"] == "wilson-deff"
+    assert interval_violations(report) == [] and count_intervals(report) >= 12
+    # runs_mean_ci comes from the runs (images resampled within each run), not the overall interval.
+    assert pst["single"]["runs_mean_ci"] != pst["single"]["overall_ci"]
+    assert len(pst["single"]["runs_ci"]) == 3 and pst["single"]["runs_mean_ci_method"] == "bca-cluster"
     assert pst["gap"]["permutation_test"]["p_value"] < 0.01
     # 2-1 majorities on every third question: agreement is high but not perfect.
     agreement = report["agreement"]["overall"]
     assert 0.3 < agreement["fleiss_kappa"] < 0.95 and agreement["answers"] == 3 * 1720
     assert set(report["agreement"]["by_setting"]) == {"single", "paired"}
     assert pst["labor_stats_percent_female"]["nurse"] == 87.9
+    # Amplification against the occupation preset's default reference (the shipped labour statistics),
+    # from the single setting's %F: the same figures as metrics.core.amplification on Table 14's %F.
+    amp = report["amplification"]["labor_statistics"]
+    labor = presets.labor_stats_percent_female()
+    # (Table 14 prints %F rounded: 1 of 3 is 33.33; no Cannot identify here, so the single setting's %F is it.)
+    assert all(abs(pst["single"]["percent_feminine"][r["occupation"]] - r["pct_f_single"]) < HALF_CENT
+               for r in pst_ref["table14"])
+    expected = core_amplification({"1": pst["single"]["percent_feminine"]}, labor)
+    assert amp["source"].startswith("PST paper Table 14") and amp["setting"] == "single"
+    assert amp["average"] == pytest.approx(expected["average"], abs=1e-9)
+    assert amp["templates"]["1"]["excluded"] == expected["templates"]["1"]["excluded"]
+    assert amp["templates"]["1"]["n_kept"] == expected["templates"]["1"]["n_kept"] > 0
+    assert amp["uncovered"] == ["chief"]  # N/A in the labour statistics: listed, not dropped silently
+    assert amp["average_ci"][0] <= amp["average"] <= amp["average_ci"][1]
+    assert amp["correlation"]["pearson"] == pytest.approx(expected["correlation"]["pearson"])
 
 
 def test_pst_cannot_identify_treatments(researcher: User, pst_ref: dict[str, Any]) -> None:
@@ -148,7 +171,8 @@ def test_gep_tables_reproduced(researcher: User, gep_ref: dict[str, Any], model:
             assert abs(f_m - freq[setting]["men"][i]) <= 0.00625 + 1e-9
             assert abs(gep[setting]["vector"][a] - gep_ref[table][model][i]) <= 0.005 + 1e-9, (setting, a)
         lo, hi = gep[setting]["score_ci"]
-        assert lo <= gep[setting]["score"] <= hi
+        assert lo <= gep[setting]["score"] <= hi and gep[setting]["score_ci_method"] == "gep-test-inversion"
         assert len(gep[setting]["by_context"]) == 16
+    assert interval_violations(report) == []
     assert gep["explicit"]["images"] == 2400 and gep["neutral"]["images"] == 160
     assert report["agreement"]["by_setting"]["neutral"]["questions"] == 2400

@@ -57,6 +57,7 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "campaigns:campaign-detail": {"get": OWNER, "delete": OWNER},
     "campaigns:campaign-prompts": {"get": OWNER},
     "campaigns:campaign-spec": {"get": OWNER},
+    "campaigns:campaign-references": {"get": OWNER, "post": OWNER},
     "campaigns:spec-preview": {"post": RESEARCHER},
     "campaigns:presets": {"get": RESEARCHER},
     # generation
