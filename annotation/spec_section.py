@@ -12,6 +12,8 @@ from typing import Any
 
 from campaigns.spec import Problems, is_missing
 
+from .demographics import DEFAULT_PAY_FLOOR, validate_demographics, validate_pay_floor
+
 PERSON_CHOICES = ["Feminine", "Masculine", "Cannot identify"]
 ATTRIBUTE_CHOICES = ["Yes", "No"]
 
@@ -49,7 +51,8 @@ _NUMBERS: dict[str, tuple[Any, tuple[type, ...], float, float]] = {
     "auto_approve_hours": (72, (int, float), 0, 24 * 365),
 }
 _KEYS = (*_NUMBERS, "instructions", "consent_text", "questions", "reward", "reward_per", "currency",
-         "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy")
+         "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy",
+         "pay_floor_usd_per_hour")
 
 
 def default_hit_size(kind: str) -> int:
@@ -130,7 +133,9 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
             p.add(f"annotation.{key}", f"must be one of {', '.join(allowed)}, got {value!r}")
             value = default
         out[key] = value
-    for key, default in (("exclude_flagged_answers", True), ("demographics", False)):
+    out["demographics"] = validate_demographics(raw.get("demographics", False), p)
+    out["pay_floor_usd_per_hour"] = validate_pay_floor(raw.get("pay_floor_usd_per_hour", DEFAULT_PAY_FLOOR), p)
+    for key, default in (("exclude_flagged_answers", True),):
         value = raw.get(key, default)
         if not isinstance(value, bool):
             p.add(f"annotation.{key}", "must be true or false")

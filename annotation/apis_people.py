@@ -1,0 +1,98 @@
+"""REST API about who labelled: self-reported demographics (the annotator's form, the researcher's
+aggregates, the withdrawal) and fair pay. Views parse, call one service or selector, and render."""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.selectors import campaign_get
+from common.errors import ApplicationError
+from common.permissions import IsResearcher, user_is_researcher
+
+from . import selectors
+from .pay import campaign_pay
+from .people import DEFAULT_MIN_GROUP, demographics_form, demographics_summary
+from .services.demographics import demographics_submit, demographics_withdraw
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise ApplicationError("The body must be a JSON object.", errors={"body": ["must be an object"]})
+    return request.data
+
+
+def _min_group(request: Request) -> int:
+    raw = request.query_params.get("min_group", "")
+    if raw == "":
+        return DEFAULT_MIN_GROUP
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 2 <= value <= 1000:
+        raise ApplicationError("Invalid min_group.", errors={"min_group": ["must be an integer between 2 and 1000"]})
+    return value
+
+
+class CampaignDemographicsApi(APIView):
+    """Annotator: GET the form (settings, choices, own answers), POST `{"consent": true, "consent_version",
+    "answers": {...}}`. Researcher (owner): GET the group counts (individual answers only where the spec
+    says `researcher_access: "individual"`), `?min_group=`."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(parameters=[OpenApiParameter("min_group", int)], responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        if user_is_researcher(request.user):
+            campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+            return Response(demographics_summary(campaign=campaign, min_group=_min_group(request)))
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        return Response(demographics_form(campaign=campaign, annotator=annotator))
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        data = _body(request)
+        unknown = [k for k in data if k not in ("consent", "consent_version", "answers")]
+        if unknown:
+            raise ApplicationError(f"Unknown field {unknown[0]!r}.", errors={k: ["unknown field"] for k in unknown})
+        row = demographics_submit(annotator=annotator, campaign=campaign, consent=data.get("consent"),
+                                  consent_version=data.get("consent_version"), answers=data.get("answers"))
+        return Response({"campaign": campaign.pk, "answers": row.answers, "consent_version": row.consent_version,
+                         "consented_at": row.consented_at, "withdrawn_at": row.withdrawn_at})
+
+
+class DemographicsWithdrawApi(APIView):
+    """POST .../withdraw/ or DELETE: erase the caller's demographics (every campaign and the profile)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def _withdraw(self, request: Request) -> Response:
+        result = demographics_withdraw(annotator=selectors.annotator_of(request.user))
+        return Response(result)
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        return self._withdraw(request)
+
+    @extend_schema(request=None, responses={200: dict})
+    def delete(self, request: Request) -> Response:
+        return self._withdraw(request)
+
+
+class CampaignPayApi(APIView):
+    """Fair pay: median seconds per answer, effective hourly rates, the floor and the suggested reward."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response(campaign_pay(campaign=campaign))
