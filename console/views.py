@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors as annotation_selectors
+from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
 from campaigns.selectors import campaign_progress
@@ -121,6 +122,8 @@ def campaign_detail_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         "questions_per_image": selectors.questions_per_image(campaign),
         "polling": campaign.status in ("generating", "open"),
         "spec_json": json.dumps(campaign.spec, indent=2, ensure_ascii=False),
+        # Fair pay (annotation/pay.py): one query, once annotation has started.
+        "pay": campaign_pay(campaign=campaign) if campaign.status in ("open", "paused", "closed") else None,
     })
 
 
