@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from .extract.data import CampaignData
 from .options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "label_table",
-           "question_labels", "report_from_data"]
+           "question_labels", "register_section", "report_from_data"]
 
 
 def _f(x: Any) -> float | None:
@@ -319,6 +320,22 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     return out
 
 
+# ------------------------------------------------------------------------------ further sections
+# A section beyond agreement and the kind's own (e.g. `annotators`, metrics/annotators.py) is a module
+# that registers its builder here: (data, labels, ties, options, seed) -> the section, or None to leave
+# it out. metrics/apps.py imports those modules; its renderer registers with metrics.render.sections.
+SectionBuilder = Callable[[CampaignData, np.ndarray, np.ndarray, ReportOptions, int], "dict[str, Any] | None"]
+_SECTION_BUILDERS: dict[str, SectionBuilder] = {}
+
+
+def register_section(key: str, builder: SectionBuilder) -> SectionBuilder:
+    """Add a report section builder (one per report key; computed in registration order)."""
+    if _SECTION_BUILDERS.get(key, builder) is not builder:
+        raise ValueError(f"a builder for report section {key!r} is registered already")
+    _SECTION_BUILDERS[key] = builder
+    return builder
+
+
 # ------------------------------------------------------------------------------ whole report
 def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, Any]:
     campaign = data.campaign
@@ -338,4 +355,8 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
         report["pst"] = pst_section(data, labels, ties, options, seed)
     else:
         report["gep"] = gep_section(data, labels, ties, options, seed)
+    for key, build in _SECTION_BUILDERS.items():
+        section = build(data, labels, ties, options, seed)
+        if section is not None:
+            report[key] = section
     return report

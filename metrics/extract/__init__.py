@@ -35,6 +35,7 @@ from generation.models import Image
 
 from . import orm, pg
 from .data import GEP_KEYS, PST_KEYS, AnswerColumns, AnswerTable, CampaignData, CampaignFacts, QuestionColumns
+from .demographics import demographics_read
 
 __all__ = ["GEP_KEYS", "PST_KEYS", "AnswerColumns", "AnswerTable", "CampaignData", "CampaignFacts",
            "QuestionColumns", "campaign_data", "campaign_data_version"]
@@ -103,7 +104,9 @@ def _campaign_data(facts: CampaignFacts, *, exclude_blocked: bool, table: bool, 
             questions = _questions(facts.id, keys, table)
             blocked, image_counts = _small_reads(facts.id)
             answers = pending.result()
-    return assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
+    data = assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
+    data.demographics = demographics_read(facts.id)
+    return data
 
 
 def assemble(facts: CampaignFacts, questions: QuestionColumns, answers: AnswerColumns, blocked: np.ndarray,
