@@ -21,6 +21,7 @@ Reads only the `CampaignData` (its `demographics` come from the extraction); nev
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from itertools import combinations
 from typing import Any
 
@@ -83,7 +84,9 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     labels, ties = question_labels(sub, group_options)
     headline: dict[str, Any] = {}
     if data.campaign.kind == "pst":
-        section = pst_section(sub, labels, ties, group_options, seed)
+        with warnings.catch_warnings():  # a group whose every label is undetermined: NaN figures, said so
+            warnings.simplefilter("ignore", RuntimeWarning)
+            section = pst_section(sub, labels, ties, group_options, seed)
         for s in settings:
             headline[f"sts_{s}"] = {"value": section[s]["overall"], "ci": section[s].get("overall_ci")}
     else:

@@ -73,6 +73,17 @@ def _per_setting(settings: ArrayLike, order: Sequence[str]) -> tuple[NDArray[np.
     return idx, len(order)
 
 
+def _stereo_or_nothing(name: str, stereotypes: NDArray[np.str_], treatment: Treatment
+                       ) -> tuple[NDArray[np.int8], NDArray[np.int8]]:
+    """Stereo and weight of every person if labelled `name`; zeros for a value that is no label (an
+    answer outside the question's choices, which the services refuse): it counts nowhere."""
+    try:
+        return stereo_weights(np.full(stereotypes.shape, name, dtype=object), stereotypes, treatment)
+    except ValueError:
+        zero = np.zeros(stereotypes.shape, dtype=np.int8)
+        return zero, zero
+
+
 def pst_headline(choices: Sequence[str], stereotypes: ArrayLike, settings: ArrayLike, order: Sequence[str],
                  treatment: Treatment, unit: Unit = "majority") -> Statistic:
     """Overall STS (percent) per setting in ``order`` from a count matrix: Stereo and its weight of
@@ -81,7 +92,7 @@ def pst_headline(choices: Sequence[str], stereotypes: ArrayLike, settings: Array
     of the counts (the report's STS); ``"answer"``: every answer counted as a label of its person."""
     names = _label_names(choices)
     st = np.asarray(stereotypes)
-    sw = [stereo_weights(np.full(st.shape, name, dtype=object), st, treatment) for name in names]
+    sw = [_stereo_or_nothing(name, st, treatment) for name in names]
     s_tab = np.stack([s for s, _ in sw], axis=1).astype(float)  # persons x codes
     w_tab = np.stack([w for _, w in sw], axis=1).astype(float)
     idx, n = _per_setting(settings, order)
@@ -113,8 +124,13 @@ def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLi
     f = present / counted per gender and attribute under ``tie_policy``, as
     :func:`metrics.core.gep.gep_report`) from a count matrix; ``unit`` as in :func:`pst_headline`."""
     names = _label_names(choices)
-    present, counted, _ = present_weights(np.asarray(names, dtype=object), tie_policy)
-    present, counted = present.astype(float), counted.astype(float)
+    present, counted = np.zeros(len(names)), np.zeros(len(names))
+    for i, name in enumerate(names):
+        try:
+            p_i, c_i, _ = present_weights(np.asarray([name], dtype=object), tie_policy)
+        except ValueError:  # an answer that is no choice of the question (refused by the services): not counted
+            continue
+        present[i], counted[i] = float(p_i[0]), float(c_i[0])
     g = np.asarray(genders).astype(str)
     a = np.asarray(attributes).astype(str)
     gi = np.full(g.shape, -1, dtype=np.intp)
