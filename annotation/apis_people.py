@@ -70,21 +70,24 @@ class CampaignDemographicsApi(APIView):
 
 
 class DemographicsWithdrawApi(APIView):
-    """POST .../withdraw/ or DELETE: erase the caller's demographics (every campaign and the profile)."""
+    """POST /api/annotators/me/demographics/withdraw/: erase the caller's demographics (every campaign
+    and the profile); their task answers stay."""
 
     permission_classes = [IsAuthenticated]
 
-    def _withdraw(self, request: Request) -> Response:
-        result = demographics_withdraw(annotator=selectors.annotator_of(request.user))
-        return Response(result)
-
     @extend_schema(request=None, responses={200: dict})
     def post(self, request: Request) -> Response:
-        return self._withdraw(request)
+        return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
+
+
+class DemographicsApi(APIView):
+    """DELETE /api/annotators/me/demographics/: the same withdrawal as a DELETE."""
+
+    permission_classes = [IsAuthenticated]
 
     @extend_schema(request=None, responses={200: dict})
     def delete(self, request: Request) -> Response:
-        return self._withdraw(request)
+        return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
 
 
 class CampaignPayApi(APIView):

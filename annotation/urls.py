@@ -9,10 +9,9 @@ C = "campaigns/<int:campaign_id>/"
 urlpatterns = [
     path("annotators/", apis.AnnotatorSignupApi.as_view(), name="annotator-signup"),
     path("annotators/me/", apis.AnnotatorMeApi.as_view(), name="annotator-me"),
-    path("annotators/me/demographics/", apis_people.DemographicsWithdrawApi.as_view(http_method_names=["delete"]),
-         name="annotator-demographics"),
-    path("annotators/me/demographics/withdraw/", apis_people.DemographicsWithdrawApi.as_view(
-        http_method_names=["post"]), name="annotator-demographics-withdraw"),
+    path("annotators/me/demographics/", apis_people.DemographicsApi.as_view(), name="annotator-demographics"),
+    path("annotators/me/demographics/withdraw/", apis_people.DemographicsWithdrawApi.as_view(),
+         name="annotator-demographics-withdraw"),
     path(C + "demographics/", apis_people.CampaignDemographicsApi.as_view(), name="campaign-demographics"),
     path(C + "pay/", apis_people.CampaignPayApi.as_view(), name="campaign-pay"),
     path(C + "open/", apis.CampaignOpenApi.as_view(), name="campaign-open"),
