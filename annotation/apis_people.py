@@ -77,6 +77,8 @@ class DemographicsWithdrawApi(APIView):
 
     @extend_schema(request=None, responses={200: dict})
     def post(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):  # reading it parses it: 415 for a type the API does not take
+            raise ApplicationError("No body is needed.", errors={"body": ["must be empty or an object"]})
         return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
 
 

@@ -11,16 +11,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign
-from common.errors import ApplicationError
+from common.errors import ApplicationError, ConflictError
 
 from ..demographics import validate_answers
 from ..models import Annotator, DemographicsResponse, Enrollment
 from ..spec_section import annotation_settings
 from .annotators import ForbiddenError
-
-
-class ConflictError(ApplicationError):
-    status_code = 409
 
 
 def _raise(errors: dict[str, list[str]]) -> None:

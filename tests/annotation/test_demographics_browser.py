@@ -8,7 +8,7 @@ import pytest
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
-from annotation.models import Answer, Annotator, DemographicsResponse
+from annotation.models import Annotator, Answer, DemographicsResponse
 from tests.annotation.conftest import make_annotator, make_campaign, make_images, open_campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
 from tests.conftest import make_researcher
