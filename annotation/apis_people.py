@@ -2,8 +2,6 @@
 aggregates, the withdrawal) and fair pay. Views parse, call one service or selector, and render."""
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -11,19 +9,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.selectors import campaign_get
+from common.edge import body_parse
 from common.errors import ApplicationError
 from common.permissions import IsResearcher, user_is_researcher
 
-from . import selectors
+from . import inputs, selectors
 from .pay import campaign_pay
 from .people import DEFAULT_MIN_GROUP, demographics_form, demographics_summary
 from .services.demographics import demographics_submit, demographics_withdraw
-
-
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise ApplicationError("The body must be a JSON object.", errors={"body": ["must be an object"]})
-    return request.data
 
 
 def _min_group(request: Request) -> int:
@@ -55,16 +48,13 @@ class CampaignDemographicsApi(APIView):
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
         return Response(demographics_form(campaign=campaign, annotator=annotator))
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=inputs.DemographicsInput, responses={200: dict})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
-        data = _body(request)
-        unknown = [k for k in data if k not in ("consent", "consent_version", "answers")]
-        if unknown:
-            raise ApplicationError(f"Unknown field {unknown[0]!r}.", errors={k: ["unknown field"] for k in unknown})
-        row = demographics_submit(annotator=annotator, campaign=campaign, consent=data.get("consent"),
-                                  consent_version=data.get("consent_version"), answers=data.get("answers"))
+        data = body_parse(inputs.DemographicsInput, request, strict=True)
+        row = demographics_submit(annotator=annotator, campaign=campaign, consent=data["consent"],
+                                  consent_version=data["consent_version"], answers=data["answers"])
         return Response({"campaign": campaign.pk, "answers": row.answers, "consent_version": row.consent_version,
                          "consented_at": row.consented_at, "withdrawn_at": row.withdrawn_at})
 

@@ -103,3 +103,13 @@ class AnnotatorActionInput(serializers.Serializer):
 
 class ArchiveImportInput(serializers.Serializer):
     archive = serializers.FileField(help_text="A campaign archive made by the export endpoint (zip).")
+
+
+class DemographicsInput(serializers.Serializer):
+    """The task page's optional demographics form (docs/annotation.md "Demographics"); the vocabulary
+    and the consent rules are checked by the service (400 `answers.<field>`, `consent_version`)."""
+
+    consent = StrictBooleanField(help_text="Must be true: the annotator agrees to the demographics consent text.")
+    consent_version = serializers.CharField(max_length=32, help_text="The version of the consent text shown.")
+    answers = serializers.DictField(help_text="{\"gender\", \"gender_self_described\", \"age_band\", \"country\"}; "
+                                    "each optional.")

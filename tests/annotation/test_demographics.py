@@ -8,9 +8,8 @@ import pytest
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import Annotator, Answer, DemographicsResponse
 from campaigns.services import campaign_create
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 from tests.conftest import GEP_MINIMAL, token_client
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 

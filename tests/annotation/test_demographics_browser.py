@@ -9,8 +9,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 from annotation.models import Annotator, Answer, DemographicsResponse
-from tests.annotation.conftest import make_annotator, make_campaign, make_images, open_campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 from tests.conftest import make_researcher
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -15,8 +15,8 @@ from django.utils import timezone
 from annotation.models import Answer, DemographicsResponse, Enrollment
 from metrics.options import ReportOptions
 from metrics.services import report_build
+from tests.builders.metrics import SMALL_PST, annotators, campaign_with_questions
 from tests.conftest import token_client
-from tests.metrics.builders import SMALL_PST, annotators, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 
