@@ -167,8 +167,15 @@ def campaign_data_version(campaign: Campaign) -> str:
     a = Answer.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
     i = Image.objects.filter(campaign=campaign).aggregate(ex=Count("id", filter=Q(excluded=True)),
                                                           upd=Max("updated_at"))
+    # The annotators' demographics too (the `annotators` section): an answer, a change or a withdrawal
+    # (campaign form or profile) makes a new version, so a withdrawn annotator leaves the cached report.
+    response = "annotator__demographics_responses__"
     e = Enrollment.objects.filter(campaign=campaign).aggregate(
-        blocked=Count("id", filter=Q(status=Enrollment.Status.BLOCKED)), changed=Max("status_changed_at"))
+        blocked=Count("id", filter=Q(status=Enrollment.Status.BLOCKED), distinct=True),
+        changed=Max("status_changed_at"),
+        demo=Max(response + "updated_at", filter=Q(**{response + "campaign": campaign})),
+        profile=Max("annotator__demographics_consented_at"), withdrawn=Max("annotator__demographics_withdrawn_at"))
     q = Question.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
-    parts = [a["n"], a["last"], i["ex"], i["upd"], e["blocked"], e["changed"], q["n"], q["last"], campaign.updated_at]
+    parts = [a["n"], a["last"], i["ex"], i["upd"], e["blocked"], e["changed"], e["demo"], e["profile"], e["withdrawn"],
+             q["n"], q["last"], campaign.updated_at]
     return "|".join(str(p) for p in parts)

@@ -111,3 +111,22 @@ def test_withdrawn_annotators_leave_the_groups(researcher):
     assert set(groups) == {"man", "other"} and groups["other"]["annotators"] == 5
     assert section["reported"] == 9
     assert Answer.objects.filter(annotator=people["woman"][0]).exists()
+
+
+def test_a_withdrawal_makes_the_cached_report_stale(researcher):
+    from annotation.services.demographics import demographics_withdraw
+    from metrics.services import report_get
+
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 5})
+    options = ReportOptions(n_boot=0, n_perm=0)
+    _, before = report_get(campaign=campaign, options=options)
+    assert before["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
+    demographics_withdraw(annotator=people["woman"][0])
+    _, after = report_get(campaign=campaign, options=options)
+    assert "woman" not in after["annotators"]["fields"]["gender"]["groups"]
+    # A profile answer (PATCH /api/annotators/me/) is a change too.
+    from annotation.services.annotators import annotator_update
+
+    annotator_update(annotator=people["woman"][0], demographics={"gender": "woman"})
+    _, again = report_get(campaign=campaign, options=options)
+    assert again["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
