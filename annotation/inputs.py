@@ -118,3 +118,13 @@ class ExampleCreateInput(serializers.Serializer):
     caption = serializers.CharField(max_length=300, required=False, allow_blank=True)
     image = serializers.IntegerField(required=False, allow_null=True, help_text="An image id of this campaign.")
     file = serializers.FileField(required=False, help_text="An uploaded image (multipart) instead of `image`.")
+
+
+class DemographicsInput(serializers.Serializer):
+    """The task page's optional demographics form (docs/annotation.md "Demographics"); the vocabulary
+    and the consent rules are checked by the service (400 `answers.<field>`, `consent_version`)."""
+
+    consent = StrictBooleanField(help_text="Must be true: the annotator agrees to the demographics consent text.")
+    consent_version = serializers.CharField(max_length=32, help_text="The version of the consent text shown.")
+    answers = serializers.DictField(help_text="{\"gender\", \"gender_self_described\", \"age_band\", \"country\"}; "
+                                    "each optional.")

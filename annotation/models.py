@@ -32,7 +32,11 @@ class Annotator(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PASSWORD)
     mturk_worker_id = models.CharField(max_length=64, null=True, blank=True, unique=True)
     prolific_pid = models.CharField(max_length=64, null=True, blank=True, unique=True)
-    demographics = models.JSONField(default=dict, blank=True)  # self-reported, optional, off by default
+    # Self-reported through PATCH /api/annotators/me/ (the profile, not tied to a campaign): optional, with
+    # the time of that consent; erased on withdrawal (docs/annotation.md "Demographics").
+    demographics = models.JSONField(default=dict, blank=True)
+    demographics_consented_at = models.DateTimeField(null=True, blank=True)
+    demographics_withdrawn_at = models.DateTimeField(null=True, blank=True)  # audit: last withdrawal
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -58,6 +62,30 @@ class Enrollment(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["campaign", "annotator"], name="enrollment_unique")]
+
+
+class DemographicsResponse(models.Model):
+    """An annotator's optional self-reported demographics for one campaign, with the consent version
+    they agreed to (the campaign's `annotation.demographics.consent_version`) and when. Per annotator
+    and campaign because the consent is the campaign's: what its researchers may see (aggregates or
+    individual answers) is stated in that campaign's consent text. A withdrawal erases `answers` and
+    keeps the row as the audit of when (`withdrawn_at`)."""
+
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="demographics_responses")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="demographics_responses")
+    answers = models.JSONField(default=dict, blank=True)  # {"gender", "gender_self_described", "age_band", "country"}
+    consent_version = models.CharField(max_length=32, blank=True, default="")
+    consented_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["annotator", "campaign"], name="demographics_unique_annotator_campaign"),
+            # Answers only with a consent: the database refuses a row that holds answers without one.
+            models.CheckConstraint(condition=models.Q(answers={}) | models.Q(consented_at__isnull=False),
+                                   name="demographics_answers_need_consent"),
+        ]
 
 
 class Question(models.Model):

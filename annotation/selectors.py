@@ -99,7 +99,8 @@ def task_info(*, campaign: Campaign, annotator: Annotator) -> dict[str, Any]:
         "status_reason": enrollment.status_reason if enrollment else "",
         "qualifications": qualification_status(campaign=campaign, annotator=annotator),
         "examples": examples,
-        "demographics": cfg["demographics"],
+        # Whether the task page asks (the form itself: GET /api/campaigns/{id}/demographics/).
+        "demographics": cfg["demographics"]["ask"],
         "hit_size": cfg["hit_size"],
         "hit_unit": "images" if campaign.kind == Campaign.Kind.PST else "questions",
         "lease_minutes": cfg["lease_minutes"],

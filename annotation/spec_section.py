@@ -13,6 +13,7 @@ from typing import Any
 from campaigns.presets import PST_INSTRUCTIONS_INTRO, PST_QUESTIONS, PST_SETTING_INSTRUCTIONS
 from campaigns.spec import Problems, is_missing
 
+from .demographics import DEFAULT_PAY_FLOOR, validate_demographics, validate_pay_floor
 from .families import ATTRIBUTE_CHOICES, PERSON_CHOICES
 from .redundancy import validate_redundancy
 
@@ -54,7 +55,7 @@ _NUMBERS: dict[str, tuple[Any, tuple[type, ...], float, float]] = {
 }
 _KEYS = ("redundancy", *_NUMBERS, "instructions", "consent_text", "questions", "reward", "reward_per", "currency",
          "low_quality_action", "exclude_flagged_answers", "demographics", "example_images", "tie_policy",
-         "setting_instructions")
+         "setting_instructions", "pay_floor_usd_per_hour")
 
 
 def default_hit_size(kind: str) -> int:
@@ -148,7 +149,9 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
             p.add(f"annotation.{key}", f"must be one of {', '.join(allowed)}, got {value!r}")
             value = default
         out[key] = value
-    for key, default in (("exclude_flagged_answers", True), ("demographics", False)):
+    out["demographics"] = validate_demographics(raw.get("demographics", False), p)
+    out["pay_floor_usd_per_hour"] = validate_pay_floor(raw.get("pay_floor_usd_per_hour", DEFAULT_PAY_FLOOR), p)
+    for key, default in (("exclude_flagged_answers", True),):
         value = raw.get(key, default)
         if not isinstance(value, bool):
             p.add(f"annotation.{key}", "must be true or false")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import apis
+from . import apis, apis_people
 
 app_name = "annotation"
 
@@ -9,6 +9,11 @@ C = "campaigns/<int:campaign_id>/"
 urlpatterns = [
     path("annotators/", apis.AnnotatorSignupApi.as_view(), name="annotator-signup"),
     path("annotators/me/", apis.AnnotatorMeApi.as_view(), name="annotator-me"),
+    path("annotators/me/demographics/", apis_people.DemographicsApi.as_view(), name="annotator-demographics"),
+    path("annotators/me/demographics/withdraw/", apis_people.DemographicsWithdrawApi.as_view(),
+         name="annotator-demographics-withdraw"),
+    path(C + "demographics/", apis_people.CampaignDemographicsApi.as_view(), name="campaign-demographics"),
+    path(C + "pay/", apis_people.CampaignPayApi.as_view(), name="campaign-pay"),
     path(C + "open/", apis.CampaignOpenApi.as_view(), name="campaign-open"),
     path(C + "pause/", apis.CampaignTransitionApi.as_view(action="pause"), name="campaign-pause"),
     path(C + "resume/", apis.CampaignTransitionApi.as_view(action="resume"), name="campaign-resume"),

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors as annotation_selectors
 from annotation.families import campaign_families, family_choices
+from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
 from campaigns.selectors import campaign_progress
@@ -126,6 +127,8 @@ def campaign_detail_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         "questions_per_image": selectors.questions_per_image(campaign),
         "polling": campaign.status in ("generating", "open"),
         "spec_json": json.dumps(campaign.spec, indent=2, ensure_ascii=False),
+        # Fair pay (annotation/pay.py): one query, once annotation has started.
+        "pay": campaign_pay(campaign=campaign) if campaign.status in ("open", "paused", "closed") else None,
     })
 
 

@@ -16,3 +16,5 @@ class MetricsConfig(AppConfig):
         register_preview(spec_planning)
         # The replication package's license and citation (metrics/dataset.py).
         register_section("dataset", validate_dataset)
+        # Report sections beyond the core ones register their builders (metrics.report.register_section).
+        from . import annotators  # noqa: F401

@@ -25,7 +25,9 @@ AGGREGATIONS = ("majority", "dawid_skene")
 MAX_DRAWS = 10_000
 MAX_SEED = 2**31 - 1
 # Query parameters the edges accept (the API documents them; `format` is the edge's own).
-PARAMS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "seed", "confidence", "exclude_blocked")
+PARAMS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "seed", "confidence", "exclude_blocked",
+          "min_group")
+MIN_GROUP = (2, 1000)  # annotators per reported demographic group (the `annotators` section)
 
 
 def _check(name: str, value: Any) -> str | None:
@@ -50,6 +52,8 @@ def _check(name: str, value: Any) -> str | None:
         return None if ok else "must be a number between 0.5 and 1 (e.g. 0.95)"
     if name == "exclude_blocked":
         return None if isinstance(value, bool) else "must be true or false"
+    if name == "min_group":
+        return integer(*MIN_GROUP)
     return "unknown option"
 
 
@@ -71,6 +75,7 @@ class ReportOptions:
     seed: int | None = None  # None: the campaign seed
     exclude_blocked: bool = True
     n_perm: int = 1000
+    min_group: int = 5  # smaller demographic groups are merged into "other" (metrics/annotators.py)
 
     def __post_init__(self) -> None:
         errors = {f.name: [msg] for f in fields(self) if (msg := _check(f.name, getattr(self, f.name))) is not None}
@@ -88,7 +93,7 @@ class ReportOptions:
             raw = params[name]
             value: Any = raw
             try:
-                if name in ("n_boot", "n_perm", "seed"):
+                if name in ("n_boot", "n_perm", "seed", "min_group"):
                     value = int(raw)
                 elif name == "confidence":
                     value = float(raw)

@@ -16,6 +16,7 @@ Built from `CampaignData` arrays by the pure functions of `metrics.core`. Conven
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,7 @@ from .reporting.values import num as _f
 from .reporting.values import sub as _sub
 
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "label_table",
-           "question_labels", "report_from_data"]
+           "question_labels", "register_section", "report_from_data"]
 
 
 # ------------------------------------------------------------------------------ labels
@@ -285,6 +286,22 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     return out
 
 
+# ------------------------------------------------------------------------------ further sections
+# A section beyond agreement and the kind's own (e.g. `annotators`, metrics/annotators.py) is a module
+# that registers its builder here: (data, labels, ties, options, seed) -> the section, or None to leave
+# it out. metrics/apps.py imports those modules; its renderer registers with metrics.render.sections.
+SectionBuilder = Callable[[CampaignData, np.ndarray, np.ndarray, ReportOptions, int], "dict[str, Any] | None"]
+_SECTION_BUILDERS: dict[str, SectionBuilder] = {}
+
+
+def register_section(key: str, builder: SectionBuilder) -> SectionBuilder:
+    """Add a report section builder (one per report key; computed in registration order)."""
+    if _SECTION_BUILDERS.get(key, builder) is not builder:
+        raise ValueError(f"a builder for report section {key!r} is registered already")
+    _SECTION_BUILDERS[key] = builder
+    return builder
+
+
 # ------------------------------------------------------------------------------ whole report
 def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, Any]:
     campaign = data.campaign
@@ -308,6 +325,10 @@ def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, An
             report["amplification"] = amplification
     else:
         report["gep"] = gep_section(data, labels, ties, options, seed)
+    for key, build in _SECTION_BUILDERS.items():
+        section = build(data, labels, ties, options, seed)
+        if section is not None:
+            report[key] = section
     return report
 
 

@@ -2,7 +2,6 @@
 of annotator work passes (consented, enrollment active)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -17,6 +16,7 @@ from campaigns.models import Campaign
 from common.accounts import username_taken
 from common.errors import ApplicationError, NotFoundError
 
+from ..demographics import validate_profile
 from ..models import Annotator, Enrollment
 from ..selectors import ANNOTATOR_VISIBLE
 from ..spec_section import annotation_settings
@@ -111,11 +111,16 @@ def annotator_update(*, annotator: Annotator, mturk_worker_id: Any = _UNSET, pro
         else:
             setattr(annotator, field, value)
     if demographics is not _UNSET:
-        if not isinstance(demographics, dict) or len(json.dumps(demographics)) > 4000 or not all(
-                isinstance(v, (str, int, float, bool, type(None))) for v in demographics.values()):
-            errors["demographics"] = ["Must be an object of short answers, e.g. {\"age_range\": \"25-34\"}."]
-        else:
-            annotator.demographics = demographics
+        # The same rules as the task page's form (docs/annotation.md "Demographics"): the known fields
+        # in their vocabulary, stored with the time of this consent; {} erases them like a withdrawal.
+        clean, demo_errors = validate_profile(demographics)
+        errors.update(demo_errors)
+        if not demo_errors:
+            now = timezone.now()
+            annotator.demographics = clean
+            annotator.demographics_consented_at = now if clean else None
+            if not clean:
+                annotator.demographics_withdrawn_at = now
     if errors:
         first = next(iter(errors))
         raise ApplicationError(f"Invalid input: {first}: {errors[first][0]}", errors=errors)

@@ -35,6 +35,7 @@ from generation.models import Image
 
 from . import orm, pg
 from .data import GEP_KEYS, PST_KEYS, AnswerColumns, AnswerTable, CampaignData, CampaignFacts, QuestionColumns
+from .demographics import demographics_read
 
 __all__ = ["GEP_KEYS", "PST_KEYS", "AnswerColumns", "AnswerTable", "CampaignData", "CampaignFacts",
            "QuestionColumns", "campaign_data", "campaign_data_version"]
@@ -103,7 +104,9 @@ def _campaign_data(facts: CampaignFacts, *, exclude_blocked: bool, table: bool, 
             questions = _questions(facts.id, keys, table)
             blocked, image_counts = _small_reads(facts.id)
             answers = pending.result()
-    return assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
+    data = assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
+    data.demographics = demographics_read(facts.id)
+    return data
 
 
 def assemble(facts: CampaignFacts, questions: QuestionColumns, answers: AnswerColumns, blocked: np.ndarray,
@@ -165,8 +168,15 @@ def campaign_data_version(campaign: Campaign) -> str:
     a = Answer.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
     i = Image.objects.filter(campaign=campaign).aggregate(ex=Count("id", filter=Q(excluded=True)),
                                                           upd=Max("updated_at"))
+    # The annotators' demographics too (the `annotators` section): an answer, a change or a withdrawal
+    # (campaign form or profile) makes a new version, so a withdrawn annotator leaves the cached report.
+    response = "annotator__demographics_responses__"
     e = Enrollment.objects.filter(campaign=campaign).aggregate(
-        blocked=Count("id", filter=Q(status=Enrollment.Status.BLOCKED)), changed=Max("status_changed_at"))
+        blocked=Count("id", filter=Q(status=Enrollment.Status.BLOCKED), distinct=True),
+        changed=Max("status_changed_at"),
+        demo=Max(response + "updated_at", filter=Q(**{response + "campaign": campaign})),
+        profile=Max("annotator__demographics_consented_at"), withdrawn=Max("annotator__demographics_withdrawn_at"))
     q = Question.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
-    parts = [a["n"], a["last"], i["ex"], i["upd"], e["blocked"], e["changed"], q["n"], q["last"], campaign.updated_at]
+    parts = [a["n"], a["last"], i["ex"], i["upd"], e["blocked"], e["changed"], e["demo"], e["profile"], e["withdrawn"],
+             q["n"], q["last"], campaign.updated_at]
     return "|".join(str(p) for p in parts)

@@ -96,6 +96,9 @@ class CampaignData:
     choices: list[str]
     counts: dict[str, int] = field(default_factory=dict)
     table: AnswerTable | None = None
+    # Consented self-reported demographics per annotator enrolled in the campaign (annotator id ->
+    # {"gender", "age_band", "country"}), for the `annotators` section only: never rendered per person.
+    demographics: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def a_question(self) -> np.ndarray:

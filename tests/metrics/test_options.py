@@ -13,8 +13,8 @@ from django.http import QueryDict
 from common.errors import ApplicationError
 from metrics.options import ReportOptions
 
-DEFAULT_KEY = ("aggregation=majority|confidence=0.95|exclude_blocked=True|gep_tie_policy=absent|n_boot=1000|"
-               "n_perm=1000|seed=None|treatment=paper")
+DEFAULT_KEY = ("aggregation=majority|confidence=0.95|exclude_blocked=True|gep_tie_policy=absent|min_group=5|"
+               "n_boot=1000|n_perm=1000|seed=None|treatment=paper")
 
 
 def test_query_parameters_are_parsed_and_edge_keys_ignored() -> None:
@@ -55,7 +55,8 @@ def test_stored_as_data_and_read_back() -> None:
     options = ReportOptions(treatment="excluded", n_boot=0, seed=11, confidence=0.9)
     stored = json.loads(json.dumps(options.to_dict()))
     assert stored == {"treatment": "excluded", "gep_tie_policy": "absent", "aggregation": "majority", "n_boot": 0,
-                      "confidence": 0.9, "seed": 11, "exclude_blocked": True, "n_perm": 1000}
+                      "confidence": 0.9, "seed": 11, "exclude_blocked": True, "n_perm": 1000,
+                      "min_group": 5}
     assert ReportOptions.from_dict(stored) == options
     # An option added after a snapshot was stored takes its default; unknown or bad data is refused.
     assert ReportOptions.from_dict({"n_boot": 5}) == ReportOptions(n_boot=5)

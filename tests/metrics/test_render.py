@@ -63,7 +63,7 @@ def test_rendering_runs_no_query(researcher: User, django_assert_num_queries: An
             {"label": "a", "sts_single": 1.0, "sts_single_ci": [0.0, 2.0]}]})
     assert "pst_identity.csv" in zipfile.ZipFile(io.BytesIO(blob)).namelist()
     assert "gep_context.csv" in zipfile.ZipFile(io.BytesIO(gep_blob)).namelist()
-    assert html.count("<svg") >= 3 and [s["key"] for s in page["sections"]] == ["agreement", "gep"]
+    assert html.count("<svg") >= 3 and [s["key"] for s in page["sections"]] == ["agreement", "gep", "annotators"]
     assert len(compare["figures"]) == 1
     # The API's export is the extraction (database) then exactly this rendering.
     exported = zipfile.ZipFile(io.BytesIO(report_csv_zip(campaign=pst, report=pst_report,

@@ -50,10 +50,11 @@ def _campaign(owner: User, raters: int) -> Any:
 
 
 # (main connection, second connection) per path. Fast, outside a transaction: SET TRANSACTION
-# ISOLATION + pg_export_snapshot, questions, blocked annotators, image counts; and on the second
+# ISOLATION + pg_export_snapshot, questions, blocked annotators, image counts, the annotators'
+# demographics (the `annotators` section, metrics/extract/demographics.py); and on the second
 # connection SET TRANSACTION ISOLATION + SET TRANSACTION SNAPSHOT, answers. Inside a transaction, and
-# the portable twin: questions, answers, blocked annotators, image counts.
-EXTRACT = {"fast": (5, 3), "fast_in_transaction": (4, 0), "portable": (4, 0)}
+# the portable twin: questions, answers, blocked annotators, image counts, demographics.
+EXTRACT = {"fast": (6, 3), "fast_in_transaction": (5, 0), "portable": (5, 0)}
 
 
 @pytest.mark.parametrize("path", list(EXTRACT))

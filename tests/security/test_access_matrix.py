@@ -83,10 +83,15 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "annotation:campaign-annotator-action": {"post": OWNER},
     "annotation:campaign-payments": {"get": OWNER},
     "annotation:campaign-export": {"get": OWNER},
+    "annotation:campaign-pay": {"get": OWNER},
+    # demographics: annotators read their form and answer; the owner (and staff) read the aggregates
+    "annotation:campaign-demographics": {"get": _row("DENY", "OK", "OK", "OK", "NF", "OK"), "post": ANNOTATOR},
     "annotation:campaign-import": {"post": RESEARCHER},
     # annotation: annotator side
     "annotation:annotator-signup": {"post": PUBLIC},
     "annotation:annotator-me": {"get": ANNOTATOR, "patch": ANNOTATOR},
+    "annotation:annotator-demographics": {"delete": ANNOTATOR},
+    "annotation:annotator-demographics-withdraw": {"post": ANNOTATOR},
     "annotation:campaign-consent": {"post": ANNOTATOR},
     "annotation:campaign-task": {"get": ANNOTATOR},
     "annotation:campaign-qualifications": {"get": QUALS_READ, "post": OWNER},

@@ -41,10 +41,12 @@ OPTIONS = {"n_boot": "50", "n_perm": "50", "seed": "3"}
 def test_no_endpoint_updates_or_deletes_answers() -> None:
     writers = {(e.key, m) for e in endpoints() if not e.key.startswith("admin") for m in e.methods
                if m in ("put", "patch", "delete")}
-    # the only non-POST writes: the annotator's own profile, a campaign's soft delete, the login FormView,
-    # removing an example image from the instructions (no answer touched)
-    assert writers == {("annotation:annotator-me", "patch"), ("campaigns:campaign-detail", "delete"),
-                       ("annotation-pages:login", "put"), ("login", "put"), ("annotation:campaign-example", "delete")}
+    # the only non-POST writes: the annotator's own profile, their demographics withdrawal (erases
+    # demographics, never answers: tests/annotation/test_demographics.py), a campaign's soft delete,
+    # the login FormView, removing an example image from the instructions (no answer touched)
+    assert writers == {("annotation:annotator-me", "patch"), ("annotation:annotator-demographics", "delete"),
+                       ("campaigns:campaign-detail", "delete"), ("annotation-pages:login", "put"), ("login", "put"),
+                       ("annotation:campaign-example", "delete")}
 
 
 def test_a_correction_is_a_new_linked_row(researcher: User) -> None:

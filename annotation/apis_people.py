@@ -1,0 +1,93 @@
+"""REST API about who labelled: self-reported demographics (the annotator's form, the researcher's
+aggregates, the withdrawal) and fair pay. Views parse, call one service or selector, and render."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.selectors import campaign_get
+from common.edge import body_parse
+from common.errors import ApplicationError
+from common.permissions import IsResearcher, user_is_researcher
+
+from . import inputs, selectors
+from .pay import campaign_pay
+from .people import DEFAULT_MIN_GROUP, demographics_form, demographics_summary
+from .services.demographics import demographics_submit, demographics_withdraw
+
+
+def _min_group(request: Request) -> int:
+    raw = request.query_params.get("min_group", "")
+    if raw == "":
+        return DEFAULT_MIN_GROUP
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 2 <= value <= 1000:
+        raise ApplicationError("Invalid min_group.", errors={"min_group": ["must be an integer between 2 and 1000"]})
+    return value
+
+
+class CampaignDemographicsApi(APIView):
+    """Annotator: GET the form (settings, choices, own answers), POST `{"consent": true, "consent_version",
+    "answers": {...}}`. Researcher (owner): GET the group counts (individual answers only where the spec
+    says `researcher_access: "individual"`), `?min_group=`."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(parameters=[OpenApiParameter("min_group", int)], responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        if user_is_researcher(request.user):
+            campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+            return Response(demographics_summary(campaign=campaign, min_group=_min_group(request)))
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        return Response(demographics_form(campaign=campaign, annotator=annotator))
+
+    @extend_schema(request=inputs.DemographicsInput, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        annotator = selectors.annotator_of(request.user)
+        campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
+        data = body_parse(inputs.DemographicsInput, request, strict=True)
+        row = demographics_submit(annotator=annotator, campaign=campaign, consent=data["consent"],
+                                  consent_version=data["consent_version"], answers=data["answers"])
+        return Response({"campaign": campaign.pk, "answers": row.answers, "consent_version": row.consent_version,
+                         "consented_at": row.consented_at, "withdrawn_at": row.withdrawn_at})
+
+
+class DemographicsWithdrawApi(APIView):
+    """POST /api/annotators/me/demographics/withdraw/: erase the caller's demographics (every campaign
+    and the profile); their task answers stay."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        if not isinstance(request.data, dict):  # reading it parses it: 415 for a type the API does not take
+            raise ApplicationError("No body is needed.", errors={"body": ["must be empty or an object"]})
+        return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
+
+
+class DemographicsApi(APIView):
+    """DELETE /api/annotators/me/demographics/: the same withdrawal as a DELETE."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict})
+    def delete(self, request: Request) -> Response:
+        return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
+
+
+class CampaignPayApi(APIView):
+    """Fair pay: median seconds per answer, effective hourly rates, the floor and the suggested reward."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response(campaign_pay(campaign=campaign))

@@ -1,0 +1,220 @@
+"""Self-reported annotator demographics: the vocabulary, the spec's `annotation.demographics` and
+`annotation.pay_floor_usd_per_hour` settings, answer validation and the reporting groups.
+
+Pure (no models): the spec validator imports it before the app registry is ready.
+
+Why: "perceived gender" depends on who perceives it (the GEP paper notes 57% of its MTurk workers
+were women), so a report can break its figures down by who labelled. The answers are optional,
+consented (with a versioned consent text) and erasable; researchers see group counts of at least
+`min_group` annotators unless the campaign's spec says `researcher_access: "individual"`.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .countries import COUNTRIES
+
+FIELDS = ("gender", "age_band", "country")
+PREFER_NOT = "prefer_not_to_say"
+SELF_DESCRIBE = "self_describe"
+SELF_DESCRIBED_KEY = "gender_self_described"  # free text that goes with gender = self_describe
+SELF_DESCRIBED_MAX = 100
+GENDERS: dict[str, str] = {"woman": "Woman", "man": "Man", "non_binary": "Non-binary",
+                           SELF_DESCRIBE: "I describe myself as:", PREFER_NOT: "Prefer not to say"}
+AGE_BANDS: dict[str, str] = {b: b for b in ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")}
+AGE_BANDS[PREFER_NOT] = "Prefer not to say"
+ACCESS = ("aggregate", "individual")
+NOT_REPORTED = "not reported"  # the group of annotators without an answer (or who prefer not to say)
+OTHER = "other"                # small groups merged (fewer than `min_group` annotators)
+PROFILE_CONSENT_VERSION = "profile"  # consent of demographics written through PATCH /api/annotators/me/
+DEFAULT_PAY_FLOOR = 12.0  # USD per hour: the GEP paper's lower bound
+
+_CONSENT = {
+    "aggregate": (
+        "These questions are optional. Your answers are used only to report how people in different groups "
+        "answered (counts and figures per group of at least 5 annotators); researchers do not see your "
+        "individual answers. Your answers to the task are never affected. You can withdraw at any time: your "
+        "demographic answers are then erased."),
+    "individual": (
+        "These questions are optional. Your answers are used to report how people in different groups answered, "
+        "and the researchers of this task can see them next to your pseudonymous annotator id (never your name). "
+        "Your answers to the task are never affected. You can withdraw at any time: your demographic answers are "
+        "then erased."),
+}
+
+
+def default_section(*, ask: bool = False) -> dict[str, Any]:
+    return {"ask": ask, "fields": list(FIELDS), "consent_version": "1", "researcher_access": "aggregate",
+            "consent_text": _CONSENT["aggregate"]}
+
+
+def choices() -> dict[str, list[list[str]]]:
+    """(value, label) lists of each field, for the task page's form."""
+    return {"gender": [[k, v] for k, v in GENDERS.items()],
+            "age_band": [[k, v] for k, v in AGE_BANDS.items()],
+            "country": [*([k, v] for k, v in sorted(COUNTRIES.items(), key=lambda kv: kv[1])),
+                        [PREFER_NOT, "Prefer not to say"]]}
+
+
+def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
+    """`annotation.demographics`: `true`/`false` (the first format: ask with the defaults, or not) or
+    {"ask", "fields", "consent_version", "researcher_access", "consent_text"}; every default written out.
+    `p` is the spec's Problems collector (one message per bad field)."""
+    where = "annotation.demographics"
+    if isinstance(raw, bool):
+        return default_section(ask=raw)
+    if raw is None:
+        return default_section()
+    if not isinstance(raw, Mapping):
+        p.add(where, "must be true, false or an object {ask, fields, consent_version, researcher_access}")
+        return default_section()
+    out = default_section()
+    allowed = ("ask", "fields", "consent_version", "researcher_access", "consent_text")
+    for key in raw:
+        if key not in allowed:
+            p.add(f"{where}.{key}", f"unknown key {key!r} (allowed: {', '.join(allowed)})")
+    ask = raw.get("ask", False)
+    if not isinstance(ask, bool):
+        p.add(f"{where}.ask", "must be true or false")
+    else:
+        out["ask"] = ask
+    fields = raw.get("fields", list(FIELDS))
+    if (not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields)
+            or len(set(fields)) != len(fields) or not set(fields) <= set(FIELDS)):
+        p.add(f"{where}.fields", f"must be a non-empty list of distinct fields from {', '.join(FIELDS)}")
+    else:
+        out["fields"] = [f for f in FIELDS if f in fields]
+    version = raw.get("consent_version", "1")
+    if isinstance(version, int) and not isinstance(version, bool):
+        version = str(version)
+    if not isinstance(version, str) or not version.strip() or len(version) > 32 or version == PROFILE_CONSENT_VERSION:
+        p.add(f"{where}.consent_version", "must be a non-empty string of at most 32 characters (not 'profile')")
+    else:
+        out["consent_version"] = version.strip()
+    access = raw.get("researcher_access", "aggregate")
+    if access not in ACCESS:
+        p.add(f"{where}.researcher_access", f"must be one of {', '.join(ACCESS)}, got {access!r}")
+    else:
+        out["researcher_access"] = access
+    text = raw.get("consent_text", _CONSENT[out["researcher_access"]])
+    if not isinstance(text, str) or not text.strip() or len(text) > 5000:
+        p.add(f"{where}.consent_text", "must be a non-empty string of at most 5000 characters")
+    else:
+        out["consent_text"] = text
+    return out
+
+
+def validate_pay_floor(raw: Any, p: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1000:
+        p.add("annotation.pay_floor_usd_per_hour", f"must be a number between 0 and 1000, got {raw!r}")
+        return DEFAULT_PAY_FLOOR
+    return float(raw)
+
+
+def _field_error(field: str, value: Any, vocabulary: Mapping[str, str]) -> str | None:
+    if not isinstance(value, str) or value not in vocabulary:
+        sample = ", ".join(list(vocabulary)[:8])
+        return f"must be one of {sample}{', ...' if len(vocabulary) > 8 else ''}; got {value!r}"
+    return None
+
+
+def _vocabulary(field: str) -> Mapping[str, str]:
+    if field == "gender":
+        return GENDERS
+    if field == "age_band":
+        return AGE_BANDS
+    return {**COUNTRIES, PREFER_NOT: "Prefer not to say"}
+
+
+def validate_answers(answers: Any, fields: list[str], *, prefix: str = "answers") -> tuple[dict[str, str],
+                                                                                         dict[str, list[str]]]:
+    """Clean the self-reported answers against the campaign's `fields`: each optional, one of its
+    vocabulary (country: ISO 3166-1 alpha-2), gender `self_describe` with free text
+    (`gender_self_described`, at most 100 characters). Returns (clean answers, errors by dotted field)."""
+    errors: dict[str, list[str]] = {}
+    if not isinstance(answers, Mapping):
+        return {}, {prefix: ["must be an object, e.g. {\"gender\": \"woman\", \"age_band\": \"25-34\"}"]}
+    clean: dict[str, str] = {}
+    for key, value in answers.items():
+        if key == SELF_DESCRIBED_KEY:
+            continue
+        if key not in fields:
+            errors[f"{prefix}.{key}"] = [f"not asked in this campaign (asked: {', '.join(fields)})"]
+            continue
+        if value in (None, ""):
+            continue  # left blank: not answered
+        if key == "country" and isinstance(value, str) and len(value) == 2:
+            value = value.upper()
+        message = _field_error(key, value, _vocabulary(key))
+        if message:
+            errors[f"{prefix}.{key}"] = [message]
+        else:
+            clean[key] = value
+    described = answers.get(SELF_DESCRIBED_KEY)
+    if clean.get("gender") == SELF_DESCRIBE:
+        if not isinstance(described, str) or not described.strip():
+            errors[f"{prefix}.{SELF_DESCRIBED_KEY}"] = ["describe your gender, or choose another answer"]
+        elif len(described.strip()) > SELF_DESCRIBED_MAX:
+            errors[f"{prefix}.{SELF_DESCRIBED_KEY}"] = [f"at most {SELF_DESCRIBED_MAX} characters"]
+        else:
+            clean[SELF_DESCRIBED_KEY] = described.strip()
+    elif described not in (None, ""):
+        errors[f"{prefix}.{SELF_DESCRIBED_KEY}"] = ["only with gender = self_describe"]
+    if not clean and not errors:
+        errors[prefix] = ["answer at least one question (or close the form: every question is optional)"]
+    return clean, errors
+
+
+def validate_profile(demographics: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """PATCH /api/annotators/me/ `demographics` (the first, free-form format, kept): an object of short
+    answers; the known fields (gender, age_band, country, gender_self_described) follow the same
+    vocabulary as the task page's form. `{}` erases them."""
+    bad = {"demographics": ["Must be an object of short answers, e.g. {\"age_band\": \"25-34\"}."]}
+    if not isinstance(demographics, dict) or len(json.dumps(demographics)) > 4000 or not all(
+            isinstance(v, (str, int, float, bool, type(None))) for v in demographics.values()):
+        return {}, bad
+    known = {k: v for k, v in demographics.items() if k in (*FIELDS, SELF_DESCRIBED_KEY)}
+    if not known:
+        return dict(demographics), {}
+    clean, errors = validate_answers(known, list(FIELDS), prefix="demographics")
+    return {**{k: v for k, v in demographics.items() if k not in known}, **clean}, errors
+
+
+def group_of(answers: Mapping[str, Any] | None, field: str) -> str:
+    """The reporting group of one annotator for one field: the answer's value, `not reported` for no
+    answer or "prefer not to say", `self-described` for a free-text gender (the text itself is never a
+    group: it could name one person)."""
+    value = (answers or {}).get(field)
+    if not isinstance(value, str) or value in ("", PREFER_NOT) or value not in _vocabulary(field):
+        return NOT_REPORTED
+    if field == "gender" and value == SELF_DESCRIBE:
+        return "self-described"
+    return value
+
+
+def merge_small_groups(groups: Mapping[Any, str], min_size: int) -> tuple[dict[Any, str], dict[str, int | None]]:
+    """Protect individuals: every group of fewer than `min_size` members is merged into `other`.
+    Returns (member -> reported group, reported group -> member count). When `other` itself has
+    fewer than `min_size` members (but some), its count is suppressed (None) and callers compute no
+    figures for it."""
+    sizes: dict[str, int] = {}
+    for g in groups.values():
+        sizes[g] = sizes.get(g, 0) + 1
+    small = {g for g, n in sizes.items() if n < min_size}
+    merged = {m: (OTHER if g in small else g) for m, g in groups.items()}
+    counts: dict[str, int | None] = {}
+    for g in merged.values():
+        counts[g] = (counts.get(g) or 0) + 1
+    if OTHER in counts and (counts[OTHER] or 0) < min_size:
+        counts[OTHER] = None
+    return merged, dict(sorted(counts.items(), key=lambda kv: (kv[0] in (OTHER, NOT_REPORTED), kv[0])))
+
+
+def effective_answers(response: Mapping[str, Any] | None, profile: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What an annotator reported for a campaign: their answers to that campaign's form, else the
+    known fields of their profile (PATCH /api/annotators/me/), else nothing."""
+    if response:
+        return dict(response)
+    return {k: v for k, v in (profile or {}).items() if k in FIELDS}

@@ -1,0 +1,70 @@
+"""Writes of self-reported demographics: an annotator's answers for a campaign (with the consent
+version of that campaign) and the withdrawal that erases them and the profile's (the task answers
+stay). The profile's answers (PATCH /api/annotators/me/, the first format) are written by
+`annotators.annotator_update` under the same rules (`demographics.validate_profile`)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from campaigns.models import Campaign
+from common.errors import ApplicationError, ConflictError
+
+from ..demographics import validate_answers
+from ..models import Annotator, DemographicsResponse, Enrollment
+from ..spec_section import annotation_settings
+from .annotators import ForbiddenError
+
+
+def _raise(errors: dict[str, list[str]]) -> None:
+    if errors:
+        first = next(iter(errors))
+        raise ApplicationError(f"Invalid input: {first}: {errors[first][0]}", errors=errors)
+
+
+@transaction.atomic
+def demographics_submit(*, annotator: Annotator, campaign: Campaign, consent: Any, consent_version: Any,
+                        answers: Any) -> DemographicsResponse:
+    """Store (or replace) the annotator's answers for the campaign with the consent version shown to
+    them. Refused: a campaign that does not ask (409), an annotator who did not consent to the campaign
+    (403), `consent` not true or a consent version that is not the campaign's current one (400 naming
+    `consent` / `consent_version`: the text changed, reload), answers outside the vocabulary (400
+    `answers.<field>`). Nothing is written when refused."""
+    cfg = annotation_settings(campaign)["demographics"]
+    if not cfg["ask"]:
+        raise ConflictError("This campaign does not ask for demographics.", errors={"demographics": ["not asked"]})
+    if not Enrollment.objects.filter(campaign=campaign, annotator=annotator, consented_at__isnull=False).exists():
+        raise ForbiddenError("Consent to the campaign first (POST /api/campaigns/{id}/consent/).",
+                             errors={"consent": ["not given"]})
+    errors: dict[str, list[str]] = {}
+    if consent is not True:
+        errors["consent"] = ["Must be true: you agree to the demographics consent text."]
+    if consent_version != cfg["consent_version"]:
+        errors["consent_version"] = [f"The consent text changed (current version {cfg['consent_version']!r}); "
+                                     "reload the page and read it again."]
+    clean, answer_errors = validate_answers(answers, cfg["fields"])
+    _raise({**errors, **answer_errors})
+    now = timezone.now()
+    response, _ = DemographicsResponse.objects.update_or_create(
+        annotator=annotator, campaign=campaign,
+        defaults={"answers": clean, "consent_version": cfg["consent_version"], "consented_at": now})
+    return response
+
+
+@transaction.atomic
+def demographics_withdraw(*, annotator: Annotator) -> dict[str, Any]:
+    """Erase the annotator's demographics everywhere (every campaign's answers and the profile's);
+    their task answers stay. Only the time of the withdrawal is kept (audit). Idempotent."""
+    now: datetime = timezone.now()
+    erased = (DemographicsResponse.objects.filter(annotator=annotator).exclude(answers={})
+              .update(answers={}, withdrawn_at=now, updated_at=now))
+    rows = DemographicsResponse.objects.filter(annotator=annotator).update(withdrawn_at=now)
+    had_profile = bool(annotator.demographics)
+    Annotator.objects.filter(pk=annotator.pk).update(demographics={}, demographics_consented_at=None,
+                                                     demographics_withdrawn_at=now)
+    annotator.demographics, annotator.demographics_consented_at = {}, None
+    annotator.demographics_withdrawn_at = now
+    return {"withdrawn_at": now, "campaigns": rows, "erased": erased + int(had_profile)}

@@ -1,0 +1,216 @@
+"""Figures per group of annotators ("do women and men perceive these images differently?").
+
+Each group's figures come from that group's answers only: per question, the majority of the
+group's answers (ties kept as a tie, questions the group did not answer are missing), and the
+headline statistics of the report computed on those labels. The difference between two groups is
+tested by permutation of the annotators: under the null "which group an annotator belongs to does
+not matter", the annotators of the two groups are shuffled between them (group sizes kept) ``n_perm``
+times (seeded); each shuffle recomputes both groups' statistics. The report tests the answer-level
+statistics (``unit="answer"``: every answer of the group counted as a label of its question): a
+majority flattens a mixed group into the label of whichever members dominate it, so under
+permutation it swings between the two groups' extremes and the test loses its power (a 5 vs 5 split
+where every woman answers one way and every man the other gives p = 1 on the majority figures,
+p < 0.01 on the answer-level ones; tests/metrics/core/test_annotator_groups.py). Two-sided
+``p = (1 + #{|D_perm| >= |D_obs|}) / (n_perm + 1)`` per statistic (never 0; NaN where the observed
+difference is undefined), the convention of :mod:`metrics.core.significance`.
+
+Statistics work on label codes per question: ``0..k-1`` a choice, ``k`` a tie, ``k+1`` no answer.
+:func:`pst_headline` and :func:`gep_headline` build them from the per-question facts with the
+functions of :mod:`metrics.core.pst` and :mod:`metrics.core.gep`, so their values equal the
+report's (STS in percent per setting, GEP score per setting); :func:`alpha_stat` adds
+Krippendorff's alpha of the group's answers (:mod:`metrics.core.agreement_subsets`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
+from .gep import GepTiePolicy, present_weights
+from .pst import Treatment, stereo_weights
+
+__all__ = ["GroupTest", "alpha_stat", "gep_headline", "group_counts", "majority_codes", "permutation_test_groups",
+           "pst_headline"]
+
+Statistic = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # counts (questions x choices) -> (m,)
+Unit = Literal["majority", "answer"]
+
+
+def group_counts(a_qidx: ArrayLike, a_code: ArrayLike, member: ArrayLike, n_questions: int,
+                 n_choices: int) -> NDArray[np.int64]:
+    """questions x choices vote counts of the answers where ``member`` is true (one bincount)."""
+    q = np.asarray(a_qidx, dtype=np.int64)[np.asarray(member, dtype=bool)]
+    c = np.asarray(a_code, dtype=np.int64)[np.asarray(member, dtype=bool)]
+    k = max(1, n_choices)
+    return np.bincount(q * k + c, minlength=n_questions * k).reshape(n_questions, k)
+
+
+def majority_codes(counts: ArrayLike) -> NDArray[np.int64]:
+    """Per question: the index of the most voted choice, ``k`` for a tie of the top counts, ``k + 1``
+    for no answer (the majority rule of :func:`metrics.core.aggregation.majority_vote_from_counts`)."""
+    c = np.asarray(counts, dtype=np.int64)
+    k = c.shape[1]
+    top = c.max(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
+    codes = c.argmax(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
+    tie = (c == top[:, None]).sum(axis=1) > 1
+    codes = np.where(tie, k, codes)
+    return np.where(top == 0, k + 1, codes).astype(np.int64)
+
+
+def _label_names(choices: Sequence[str]) -> list[str]:
+    return [*choices, "tie", ""]
+
+
+def _per_setting(settings: ArrayLike, order: Sequence[str]) -> tuple[NDArray[np.intp], int]:
+    s = np.asarray(settings).astype(str)
+    idx = np.full(s.shape, -1, dtype=np.intp)
+    for i, name in enumerate(order):
+        idx[s == name] = i
+    return idx, len(order)
+
+
+def _stereo_or_nothing(name: str, stereotypes: NDArray[np.str_], treatment: Treatment
+                       ) -> tuple[NDArray[np.int8], NDArray[np.int8]]:
+    """Stereo and weight of every person if labelled `name`; zeros for a value that is no label (an
+    answer outside the question's choices, which the services refuse): it counts nowhere."""
+    try:
+        return stereo_weights(np.full(stereotypes.shape, name, dtype=object), stereotypes, treatment)
+    except ValueError:
+        zero = np.zeros(stereotypes.shape, dtype=np.int8)
+        return zero, zero
+
+
+def pst_headline(choices: Sequence[str], stereotypes: ArrayLike, settings: ArrayLike, order: Sequence[str],
+                 treatment: Treatment, unit: Unit = "majority") -> Statistic:
+    """Overall STS (percent) per setting in ``order`` from a count matrix: Stereo and its weight of
+    every possible label of every person looked up in a table built once with
+    :func:`metrics.core.pst.stereo_weights`. ``unit="majority"``: one label per person, the majority
+    of the counts (the report's STS); ``"answer"``: every answer counted as a label of its person."""
+    names = _label_names(choices)
+    st = np.asarray(stereotypes)
+    sw = [_stereo_or_nothing(name, st, treatment) for name in names]
+    s_tab = np.stack([s for s, _ in sw], axis=1).astype(float)  # persons x codes
+    w_tab = np.stack([w for _, w in sw], axis=1).astype(float)
+    idx, n = _per_setting(settings, order)
+    keep = idx >= 0
+    rows = np.arange(st.size)
+
+    k = len(choices)
+
+    def stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        if unit == "answer":
+            c = np.asarray(counts, dtype=float)
+            sw, w = (s_tab[:, :k] * w_tab[:, :k] * c).sum(axis=1), (w_tab[:, :k] * c).sum(axis=1)
+        else:
+            codes = majority_codes(counts)
+            s, w = s_tab[rows, codes], w_tab[rows, codes]
+            sw = s * w
+        num = np.bincount(idx[keep], weights=sw[keep], minlength=n)
+        den = np.bincount(idx[keep], weights=w[keep], minlength=n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1), np.nan)
+
+    return stat
+
+
+def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLike, settings: ArrayLike,
+                 order: Sequence[str], gender_order: Sequence[str], tie_policy: GepTiePolicy,
+                 unit: Unit = "majority") -> Statistic:
+    """GEP score per setting in ``order`` (mean over the attributes present of |f_first - f_second|,
+    f = present / counted per gender and attribute under ``tie_policy``, as
+    :func:`metrics.core.gep.gep_report`) from a count matrix; ``unit`` as in :func:`pst_headline`."""
+    names = _label_names(choices)
+    present, counted = np.zeros(len(names)), np.zeros(len(names))
+    for i, name in enumerate(names):
+        try:
+            p_i, c_i, _ = present_weights(np.asarray([name], dtype=object), tie_policy)
+        except ValueError:  # an answer that is no choice of the question (refused by the services): not counted
+            continue
+        present[i], counted[i] = float(p_i[0]), float(c_i[0])
+    g = np.asarray(genders).astype(str)
+    a = np.asarray(attributes).astype(str)
+    gi = np.full(g.shape, -1, dtype=np.intp)
+    gi[g == gender_order[0]] = 0
+    gi[g == gender_order[1]] = 1
+    attrs = sorted(set(a.tolist()))
+    ai = np.searchsorted(np.asarray(attrs), a) if attrs else np.zeros(0, dtype=np.intp)
+    idx, n = _per_setting(settings, order)
+    keep = (idx >= 0) & (gi >= 0)
+    na = max(1, len(attrs))
+    cell = (idx * 2 + gi) * na + ai  # setting x gender x attribute
+
+    k = len(choices)
+
+    def stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        if unit == "answer":
+            c = np.asarray(counts, dtype=float)
+            pres, coun = (c * present[:k]).sum(axis=1), (c * counted[:k]).sum(axis=1)
+        else:
+            codes = majority_codes(counts)
+            pres, coun = present[codes], counted[codes]
+        p = np.bincount(cell[keep], weights=pres[keep], minlength=n * 2 * na).reshape(n, 2, na)
+        t = np.bincount(cell[keep], weights=coun[keep], minlength=n * 2 * na).reshape(n, 2, na)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.where(t > 0, p / np.where(t > 0, t, 1), np.nan)
+            v = np.abs(f[:, 0, :] - f[:, 1, :])
+            ok = np.isfinite(v)
+            return np.where(ok.any(axis=1), np.where(ok, v, 0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1), np.nan)
+
+    return stat
+
+
+def alpha_stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Krippendorff's alpha (nominal) of a count matrix, as a one-element array."""
+    return np.atleast_1d(alpha_from_coincidences(_coincidence_rows(np.asarray(counts)).sum(axis=0))).astype(float)
+
+
+@dataclass(frozen=True)
+class GroupTest:
+    """``difference = statistic(A) - statistic(B)`` per statistic, with permutation p-values."""
+
+    a: NDArray[np.float64]
+    b: NDArray[np.float64]
+    difference: NDArray[np.float64]
+    p_value: NDArray[np.float64]
+    n_perm: int
+
+
+def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int,
+                            n_choices: int, annotators_a: Sequence[int], annotators_b: Sequence[int],
+                            statistic: Statistic, n_perm: int = 1000, seed: int | None = 0) -> GroupTest:
+    """Permutation test of the difference of ``statistic`` between the groups of annotators A and B
+    (see the module docstring). Answers of annotators in neither group are ignored."""
+    q = np.asarray(a_qidx, dtype=np.int64)
+    who = np.asarray(a_annotator, dtype=np.int64)
+    code = np.asarray(a_code, dtype=np.int64)
+    pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
+    if not len(annotators_a) or not len(annotators_b):
+        raise ValueError("both groups need at least one annotator")
+    inside = np.isin(who, pool)
+    q, who, code = q[inside], who[inside], code[inside]
+    # Answer -> position of its annotator in the pool.
+    order = np.argsort(pool)
+    pos = order[np.searchsorted(pool[order], who)]
+    n_a = len(annotators_a)
+
+    def both(in_a: NDArray[np.bool_]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        member = in_a[pos]
+        return (statistic(group_counts(q, code, member, n_questions, n_choices)),
+                statistic(group_counts(q, code, ~member, n_questions, n_choices)))
+
+    observed_side = np.arange(pool.size) < n_a
+    sa, sb = both(observed_side)
+    observed = sa - sb
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(observed.shape, dtype=np.int64)
+    for _ in range(n_perm):
+        d = np.subtract(*both(rng.permutation(observed_side)))
+        with np.errstate(invalid="ignore"):
+            hits += (np.abs(d) >= np.abs(observed) - 1e-12)
+    p = (1 + hits) / (n_perm + 1)
+    p = np.where(np.isfinite(observed), p, np.nan)
+    return GroupTest(sa, sb, observed, p, n_perm)

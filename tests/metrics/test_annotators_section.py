@@ -1,0 +1,132 @@
+"""The report's `annotators` section from stored answers and consented demographics: counts per group
+with small groups merged, per-group figures from the group's own answers with intervals, the
+permutation test between groups, the `min_group` option, and the JSON / CSV / HTML exports."""
+from __future__ import annotations
+
+import csv
+import io
+import zipfile
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from annotation.models import Answer, DemographicsResponse, Enrollment
+from metrics.options import ReportOptions
+from metrics.services import report_build
+from tests.builders.metrics import SMALL_PST, annotators, campaign_with_questions
+from tests.conftest import token_client
+
+pytestmark = pytest.mark.django_db
+
+STEREO = {"male": "Masculine", "female": "Feminine"}
+
+
+def _campaign(owner: User, genders: dict[str, int]) -> tuple[Any, dict[str, list[Any]]]:
+    """PST campaign; women answer the stereotyped gender on 90% of persons, men "Cannot identify" on 60%."""
+    campaign, questions = campaign_with_questions(owner, {**SMALL_PST, "name": "who-labelled"})
+    people: dict[str, list[Any]] = {}
+    now = timezone.now()
+    for gender, n in genders.items():
+        people[gender] = annotators(n, f"{gender}-")
+        for a in people[gender]:
+            Enrollment.objects.create(campaign=campaign, annotator=a, consented_at=now)
+            if gender != "quiet":
+                DemographicsResponse.objects.create(annotator=a, campaign=campaign, consent_version="1",
+                                                    consented_at=now, answers={"gender": gender, "country": "NZ"})
+    rows = []
+    for i, q in enumerate(questions):
+        stereo = STEREO[q.metadata["group"]]
+        for gender, group in people.items():
+            for j, a in enumerate(group):
+                if gender == "man":
+                    choice = "Cannot identify" if (i + j) % 5 < 3 else stereo
+                else:
+                    choice = stereo if (i + j) % 10 else "Cannot identify"
+                rows.append(Answer(campaign=campaign, question=q, annotator=a, choice=choice, time_ms=1000))
+    Answer.objects.bulk_create(rows)
+    return campaign, people
+
+
+def test_counts_figures_and_tests_per_group(researcher):
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 5, "non_binary": 1, "quiet": 1})
+    report = report_build(campaign=campaign, options=ReportOptions(n_boot=200, n_perm=200))
+    section = report["annotators"]
+    assert section["annotators"] == 12 and section["reported"] == 11 and section["min_group"] == 5
+    gender = section["fields"]["gender"]
+    # non_binary (1) and not reported (1) merged into "other" (2 < 5): suppressed, no figures.
+    assert set(gender["groups"]) == {"woman", "man", "other"}
+    assert gender["groups"]["other"] == {"annotators": None, "suppressed": True}
+    women, men = gender["groups"]["woman"], gender["groups"]["man"]
+    assert women["annotators"] == 5 and women["answers"] == men["answers"] > 0
+    # Every person: 4 or 5 of the 5 women answer the stereotype -> women's majority STS is 100.
+    for s in ("single", "paired"):
+        assert women["headline"][f"sts_{s}"]["value"] == pytest.approx(100.0)
+        low, high = women["headline"][f"sts_{s}"]["ci"]
+        assert low <= 100.0 <= high
+        assert men["headline"][f"sts_{s}"]["value"] == pytest.approx(-100.0)  # 3 of 5 men: cannot identify
+    assert -1 <= women["agreement"]["krippendorff_alpha"] <= 1 and "krippendorff_alpha_ci" in women["agreement"]
+    tests = {t["metric"]: t for t in gender["tests"]}
+    assert set(tests) == {"sts_single", "sts_paired", "krippendorff_alpha"}
+    t = tests["sts_single"]
+    assert (t["a"], t["b"], t["unit"]) == ("man", "woman", "answer")  # named groups in order
+    assert t["difference"] < -50 and t["p_value"] < 0.05 and t["p_holm"] == t["p_value"]  # one pair
+    # Every one who reported gave the same country; the quiet one is "not reported" -> other, suppressed.
+    country = section["fields"]["country"]["groups"]
+    assert country["NZ"]["annotators"] == 11 and "headline" in country["NZ"] and country["other"]["suppressed"]
+    # A smaller minimum shows the small groups themselves.
+    small = report_build(campaign=campaign, options=ReportOptions(n_boot=0, n_perm=0, min_group=2))
+    groups = small["annotators"]["fields"]["gender"]["groups"]
+    assert groups["other"]["annotators"] == 2 and "headline" in groups["other"]
+    assert small["annotators"]["fields"]["gender"]["tests"] == []  # n_perm = 0: no tests
+
+
+def test_exports_and_the_min_group_parameter(researcher):
+    campaign, _ = _campaign(researcher, {"woman": 5, "man": 5})
+    api = token_client(researcher)
+    url = f"/api/campaigns/{campaign.pk}/report/?n_boot=50&n_perm=50"
+    data = api.get(url).json()
+    assert data["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
+    bad = api.get(url + "&min_group=1")
+    assert bad.status_code == 400 and "min_group" in bad.json()["errors"]
+    zipped = zipfile.ZipFile(io.BytesIO(api.get(url + "&format=csv").content))
+    groups = list(csv.DictReader(io.StringIO(zipped.read("annotator_groups.csv").decode())))
+    assert {(r["field"], r["group"], r["metric"]) for r in groups} >= {("gender", "woman", "sts_single"),
+                                                                     ("gender", "man", "krippendorff_alpha")}
+    tests = list(csv.DictReader(io.StringIO(zipped.read("annotator_group_tests.csv").decode())))
+    assert any(r["metric"] == "sts_paired" and float(r["p_value"]) < 0.05 for r in tests)
+    html = api.get(url + "&format=html").content.decode()
+    assert 'id="annotator-groups"' in html and 'id="annotator-group-tests"' in html and "Who labelled" in html
+
+
+def test_withdrawn_annotators_leave_the_groups(researcher):
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 5})
+    from annotation.services.demographics import demographics_withdraw
+
+    demographics_withdraw(annotator=people["woman"][0])
+    section = report_build(campaign=campaign, options=ReportOptions(n_boot=0, n_perm=0))["annotators"]
+    groups = section["fields"]["gender"]["groups"]
+    # 4 women left: under 5, merged with the withdrawn annotator (not reported) into "other" of 5.
+    assert set(groups) == {"man", "other"} and groups["other"]["annotators"] == 5
+    assert section["reported"] == 9
+    assert Answer.objects.filter(annotator=people["woman"][0]).exists()
+
+
+def test_a_withdrawal_makes_the_cached_report_stale(researcher):
+    from annotation.services.demographics import demographics_withdraw
+    from metrics.services import report_get
+
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 5})
+    options = ReportOptions(n_boot=0, n_perm=0)
+    _, before = report_get(campaign=campaign, options=options)
+    assert before["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
+    demographics_withdraw(annotator=people["woman"][0])
+    _, after = report_get(campaign=campaign, options=options)
+    assert "woman" not in after["annotators"]["fields"]["gender"]["groups"]
+    # A profile answer (PATCH /api/annotators/me/) is a change too.
+    from annotation.services.annotators import annotator_update
+
+    annotator_update(annotator=people["woman"][0], demographics={"gender": "woman"})
+    _, again = report_get(campaign=campaign, options=options)
+    assert again["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
