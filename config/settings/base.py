@@ -34,10 +34,11 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served as our own static files
-    # Our apps, in dependency order: campaigns <- generation <- annotation <- metrics.
+    # Our apps, in dependency order: campaigns <- generation <- annotation <- autolabel <- metrics.
     "campaigns",
     "generation",
     "annotation",
+    "autolabel",  # machine labels; depends on annotation, metrics may read it
     "metrics",
     "crowd",  # MTurk and Prolific; depends on annotation
     "console",  # researcher pages; imports every app, nothing imports it
