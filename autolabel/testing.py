@@ -21,8 +21,18 @@ def _byte_chars() -> list[str]:
     return [chr(c) for c in cs]
 
 
-def tiny_clip_build(path: Path, *, seed: int = 0, image_size: int = 32, projection_dim: int = 16) -> Path:
-    """A character-level CLIP (no BPE merges) with 2-layer 32-wide text and vision towers."""
+# ViT-L/14 (openai/clip-vit-large-patch14) shapes: random weights with the real model's compute, for
+# benchmarks on a host that cannot download the weights.
+VIT_L_14 = {"vision": {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+                       "num_attention_heads": 16, "image_size": 224, "patch_size": 14},
+            "text": {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12},
+            "projection_dim": 768}
+
+
+def tiny_clip_build(path: Path, *, seed: int = 0, image_size: int = 32, projection_dim: int = 16,
+                    arch: dict | None = None) -> Path:
+    """A character-level CLIP (no BPE merges) with 2-layer 32-wide text and vision towers (or the
+    shapes of `arch`, e.g. VIT_L_14)."""
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
 
@@ -40,13 +50,16 @@ def tiny_clip_build(path: Path, *, seed: int = 0, image_size: int = 32, projecti
     (path / "merges.txt").write_text("#version: 0.2\n")
     tokenizer = CLIPTokenizer(str(path / "vocab.json"), str(path / "merges.txt"))
     bos, eos = vocab["<|startoftext|>"], vocab["<|endoftext|>"]
+    text = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4}
+    vision = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "image_size": image_size, "patch_size": 8}
+    if arch:
+        text, vision, projection_dim = arch["text"], arch["vision"], arch["projection_dim"]
+        image_size = vision["image_size"]
     config = CLIPConfig(
-        text_config={"vocab_size": len(vocab), "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                     "num_attention_heads": 4, "max_position_embeddings": 77, "bos_token_id": bos,
+        text_config={**text, "vocab_size": len(vocab), "max_position_embeddings": 77, "bos_token_id": bos,
                      "eos_token_id": eos, "pad_token_id": eos},
-        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4,
-                       "image_size": image_size, "patch_size": 8},
-        projection_dim=projection_dim)
+        vision_config=vision, projection_dim=projection_dim)
     torch.manual_seed(seed)
     CLIPModel(config).save_pretrained(path)
     processor = CLIPProcessor(image_processor=CLIPImageProcessor(
