@@ -102,7 +102,7 @@ def test_import_rejects_every_bad_row_kind_and_stores_nothing(api: APIClient, ge
 
 
 def test_paired_images_need_a_slot(api: APIClient, researcher: User, media: Path) -> None:
-    from .conftest import add_images, make_campaign, opened
+    from tests.builders.autolabel import add_images, make_campaign, opened
 
     campaign = make_campaign(researcher, kind="pst", name="pst")
     add_images(campaign, "paired", 1)
@@ -116,7 +116,7 @@ def test_paired_images_need_a_slot(api: APIClient, researcher: User, media: Path
 
 def test_autolabel_start_progress_cancel(api: APIClient, researcher: User, media: Path, tiny_clip: Path,
                                          monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks) -> None:
-    from .conftest import SMALL_GEP, add_images, make_campaign, opened
+    from tests.builders.autolabel import SMALL_GEP, add_images, make_campaign, opened
 
     campaign = make_campaign(researcher, autolabel={"labellers": [{"name": "clip", "model": str(tiny_clip)}]},
                              **SMALL_GEP)

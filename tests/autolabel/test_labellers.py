@@ -16,8 +16,7 @@ from autolabel.models import AutolabelJob, ImageClipScore, ImageEmbedding, Machi
 from autolabel.selectors import clipscore_rows, machine_label_arrays
 from autolabel.services import autolabel_start, labels_compute
 from campaigns.models import Campaign
-
-from .conftest import SMALL_GEP, add_images, make_campaign, opened
+from tests.builders.autolabel import SMALL_GEP, add_images, make_campaign, opened
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,7 @@ from autolabel.models import HumanSampleImage
 from autolabel.sample import human_sample_draw
 from autolabel.selectors import human_sample_active, human_sample_image_ids, human_sample_summary
 from campaigns.spec import SpecError, spec_normalize
-
-from .conftest import add_images, make_campaign, opened
+from tests.builders.autolabel import add_images, make_campaign, opened
 
 pytestmark = pytest.mark.django_db
 BASE = {"name": "x", "kind": "gep", "seed": 3, "design": {"settings": ["neutral"]}, "backend": {"name": "placeholder"}}

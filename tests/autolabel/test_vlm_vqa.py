@@ -19,8 +19,7 @@ from autolabel.models import AutolabelJob, MachineLabel, MachineLabelFailure
 from autolabel.services import autolabel_start, labels_compute
 from campaigns.models import Campaign
 from campaigns.spec import SpecError, spec_normalize
-
-from .conftest import SMALL_GEP, add_images, make_campaign, opened
+from tests.builders.autolabel import SMALL_GEP, add_images, make_campaign, opened
 
 pytestmark = pytest.mark.django_db
 PERSON = ["Feminine", "Masculine", "Cannot identify"]

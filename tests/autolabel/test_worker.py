@@ -12,9 +12,8 @@ from django.contrib.auth.models import User
 from autolabel.models import AutolabelJob, ImageEmbedding, MachineLabel
 from autolabel.services import autolabel_cancel, autolabel_start
 from campaigns.models import Campaign
-from tests.generation.workers import Worker, broker_reset, wait_for
-
-from .conftest import SMALL_GEP, add_images, make_campaign, opened
+from tests.builders.autolabel import SMALL_GEP, add_images, make_campaign, opened
+from tests.builders.workers import Worker, broker_reset, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
