@@ -23,7 +23,7 @@ from campaigns.models import Campaign
 from common.errors import ApplicationError
 from common.inputs import brief
 
-from .models import MachineLabel
+from .models import AutolabelJob, MachineLabel
 
 COLUMNS = ("image", "prompt_key", "sample_index", "family", "attribute", "slot", "labeller", "choice", "score",
            "model")
@@ -172,4 +172,13 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         MachineLabel.objects.bulk_create(labels, batch_size=2000, update_conflicts=True,
                                          unique_fields=["question", "labeller"],
                                          update_fields=["choice", "score", "model", "revision", "params"])
+        # The labeller's progress row (progress.autolabel.<labeller>): a run of the same name keeps its
+        # status and total; otherwise the row says "imported".
+        job, _ = AutolabelJob.objects.select_for_update().get_or_create(
+            campaign=campaign, labeller=labeller, defaults={"status": AutolabelJob.Status.IMPORTED})
+        stored = MachineLabel.objects.filter(campaign=campaign, labeller=labeller).count()
+        job.done = stored
+        if job.status != AutolabelJob.Status.RUNNING:
+            job.status, job.total = AutolabelJob.Status.IMPORTED, max(stored, job.total)
+        job.save()
     return {"rows": len(labels), "labeller": labeller}

@@ -61,6 +61,7 @@ class AutolabelJob(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+        IMPORTED = "imported", "Imported"   # labels uploaded (importer.py), no run
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="autolabel_jobs")
     labeller = models.CharField(max_length=64)

@@ -92,16 +92,13 @@ def human_sample_summary(campaign: Campaign) -> dict[str, Any] | None:
 
 
 def autolabel_progress(campaign: Campaign) -> dict[str, Any]:
-    """`progress.autolabel.<labeller>.{done,total,failed,status}` for every labeller run on the
-    campaign (plus labellers whose labels were imported). Two queries."""
-    out: dict[str, Any] = {}
-    for job in AutolabelJob.objects.filter(campaign=campaign).order_by("labeller"):
-        out[job.labeller] = {"done": job.done, "total": job.total, "failed": job.failed, "status": job.status}
-    counts = (MachineLabel.objects.filter(campaign=campaign).values("labeller")
-              .annotate(n=Count("id")).values_list("labeller", "n"))
-    for labeller, n in counts:
-        entry = out.setdefault(labeller, {"done": n, "total": n, "failed": 0, "status": "imported"})
-        entry["done"] = n
+    """`progress.autolabel.<labeller>.{done,total,failed,status}` for every labeller run on (or
+    imported into) the campaign. One query: the job rows carry the counters (services recount them
+    after every batch; the importer sets them)."""
+    rows = (AutolabelJob.objects.filter(campaign=campaign).order_by("labeller")
+            .values_list("labeller", "done", "total", "failed", "status"))
+    out = {name: {"done": done, "total": total, "failed": failed, "status": status}
+           for name, done, total, failed, status in rows}
     return {"autolabel": out} if out else {}
 
 

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('labeller', models.CharField(max_length=64)),
-                ('status', models.CharField(choices=[('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='running', max_length=16)),
+                ('status', models.CharField(choices=[('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled'), ('imported', 'Imported')], default='running', max_length=16)),
                 ('config', models.JSONField(blank=True, default=dict)),
                 ('run', models.PositiveIntegerField(default=1)),
                 ('total', models.PositiveIntegerField(default=0)),

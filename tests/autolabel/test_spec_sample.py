@@ -88,6 +88,8 @@ def test_only_the_sample_is_open_to_humans(researcher: User, media: Path, api: A
     assert questions.values("image").distinct().count() == 12
     assert set(questions.filter(required__gt=0).values_list("image_id", flat=True)) == sample
     assert not questions.exclude(image_id__in=sample).exclude(required=0).exists()
+    progress = api.get(f"/api/campaigns/{campaign.pk}/").json()["progress"]
+    assert progress["questions_machine_only"] == questions.filter(required=0).count() > 0
     # The redundancy tool leaves the held-out questions closed.
     questions_redundancy_set(campaign=campaign, required=5, filters={})
     assert not questions.exclude(image_id__in=sample).exclude(required=0).exists()
