@@ -272,6 +272,9 @@ def annotation_progress(campaign: Campaign) -> dict[str, Any]:
     q = Question.objects.filter(campaign=campaign, is_gold=False).aggregate(
         questions=Count("id"),
         questions_complete=Count("id", filter=Q(completed__gte=F("required"))),
+        # Kept from humans by a question gate (the spec's autolabel.human_sample): required 0, so
+        # they count as complete (nothing is wanted from annotators); machine labels only.
+        questions_machine_only=Count("id", filter=Q(required=0)),
     )
     if not q["questions"] and campaign.status not in ANNOTATOR_VISIBLE:
         return {}
