@@ -50,3 +50,20 @@ def register_archiver(archiver: Archiver) -> None:
 
 def archivers() -> list[Archiver]:
     return list(_archivers)
+
+
+# Question gates: annotation calls each with the campaign and the ids of the images it is about to
+# create questions for; a gate returns the subset open to human annotation, or None (all of them).
+# Questions of the other images are created with required = 0: they exist (machine labels attach
+# to them) but no HIT ever offers them. The autolabel app registers the spec's `human_sample`.
+QuestionGate = Callable[["Campaign", list[int]], "set[int] | None"]
+_gates: list[QuestionGate] = []
+
+
+def register_question_gate(gate: QuestionGate) -> None:
+    if gate not in _gates:
+        _gates.append(gate)
+
+
+def question_gates() -> list[QuestionGate]:
+    return list(_gates)

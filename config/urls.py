@@ -16,6 +16,7 @@ api_patterns = [
     path("", include("campaigns.urls")),
     path("", include("generation.urls")),
     path("", include("annotation.urls")),
+    path("", include("autolabel.urls")),
     path("", include("metrics.urls")),
 ]
 

@@ -10,6 +10,7 @@ from django.db.models import Exists, F, OuterRef, Value
 from django.db.models.functions import Greatest
 
 from campaigns.models import Campaign
+from campaigns.registry import question_gates
 from campaigns.services import campaign_status_set
 from campaigns.spec import derive_seed
 from common.errors import ApplicationError, ConflictError
@@ -85,9 +86,21 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
     images = (Image.objects.filter(campaign=campaign, status=Image.Status.DONE, excluded=False)
               .filter(~Exists(Question.objects.filter(image=OuterRef("pk"))))
               .select_related("prompt").order_by("pk"))
+    images = list(images)
+    # Gates (campaigns.registry): e.g. the spec's autolabel.human_sample opens only a sample of the
+    # images to humans; the others' questions get required = 0 (never offered in a HIT).
+    open_ids: set[int] | None = None
+    for gate in question_gates():
+        allowed = gate(campaign, [image.pk for image in images])
+        if allowed is not None:
+            open_ids = allowed if open_ids is None else open_ids & allowed
     rows: list[Question] = []
-    for image in images.iterator(chunk_size=2000):
-        rows.extend(_questions_for_image(campaign, image, cfg, phrases))
+    for image in images:
+        questions = _questions_for_image(campaign, image, cfg, phrases)
+        if open_ids is not None and image.pk not in open_ids:
+            for question in questions:
+                question.required = 0
+        rows.extend(questions)
     Question.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
     campaign_status_set(campaign=campaign, status=Campaign.Status.OPEN)
     total = Question.objects.filter(campaign=campaign, is_gold=False).count()
@@ -118,13 +131,14 @@ def campaign_annotation_transition(*, campaign: Campaign, action: str) -> Campai
 def questions_redundancy_set(*, campaign: Campaign, required: Any, question_ids: Any = None,
                              filters: Any = None) -> int:
     """Set R for a subset (question ids or a filter). Never below what is already assigned: the
-    new `required` is max(required, assigned). Returns how many questions were updated."""
+    new `required` is max(required, assigned). Questions kept from humans by a gate (required 0: not
+    in the spec's human sample) stay closed. Returns how many questions were updated."""
     if isinstance(required, bool) or not isinstance(required, int) or not 1 <= required <= MAX_REQUIRED:
         raise ApplicationError("required must be an integer from 1 to 50.",
                                errors={"required": [f"must be an integer from 1 to {MAX_REQUIRED}"]})
     if (question_ids is None) == (filters is None):
         raise ApplicationError("Give either questions (ids) or filter.", errors={"questions": ["or filter"]})
-    qs = Question.objects.filter(campaign=campaign, is_gold=False)
+    qs = Question.objects.filter(campaign=campaign, is_gold=False, required__gt=0)
     if question_ids is not None:
         if not isinstance(question_ids, list) or not all(isinstance(i, int) for i in question_ids):
             raise ApplicationError("questions must be a list of ids.", errors={"questions": ["list of ids"]})

@@ -5,6 +5,7 @@ media under `var/media/`, a file-system Celery broker under `var/celery/` (no se
 on and a development secret key. `config.settings.production` refuses to start without the real
 values. Every variable is listed in README.md ("Configuration").
 """
+import json as _json
 from pathlib import Path
 
 import dj_database_url
@@ -34,10 +35,11 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served as our own static files
-    # Our apps, in dependency order: campaigns <- generation <- annotation <- metrics.
+    # Our apps, in dependency order: campaigns <- generation <- annotation <- autolabel <- metrics.
     "campaigns",
     "generation",
     "annotation",
+    "autolabel",  # machine labels; depends on annotation, metrics may read it
     "metrics",
     "crowd",  # MTurk and Prolific; depends on annotation
     "console",  # researcher pages; imports every app, nothing imports it
@@ -107,6 +109,18 @@ OUTBOUND_MAX_BYTES = env_int("OUTBOUND_MAX_BYTES", 50 * 1024 * 1024)
 # and the worker checks again at send time. OPENAI_API_BASE (the default base) is always allowed.
 OPENAI_API_BASE = env_str("OPENAI_API_BASE", "https://api.openai.com") or "https://api.openai.com"
 OPENAI_API_BASES = list(dict.fromkeys([*env_list("OPENAI_API_BASES", ["https://api.openai.com"]), OPENAI_API_BASE]))
+# Machine labellers (autolabel/, docs/autolabel.md). Models load from a hub name or a local path;
+# AUTOLABEL_MODEL_DIR is tried first for a relative name (air-gapped GPU hosts keep weights there).
+AUTOLABEL_MODEL_DIR = env_str("AUTOLABEL_MODEL_DIR", "") or ""
+AUTOLABEL_DEVICE = env_str("AUTOLABEL_DEVICE", "auto") or "auto"
+AUTOLABEL_FP16 = env_bool("AUTOLABEL_FP16", True)
+AUTOLABEL_BATCH_SIZE = env_int("AUTOLABEL_BATCH_SIZE", 32)           # images per embedding forward pass
+AUTOLABEL_TASK_QUESTIONS = env_int("AUTOLABEL_TASK_QUESTIONS", 256)  # questions per Celery message
+# The `vlm` labeller's endpoints: only these, named in the spec by name, never a URL from the spec.
+# JSON {"name": {"base": "https://host/v1", "key_env": "ENV_VAR_WITH_THE_KEY"}}; the key is read from
+# the named environment variable by the worker at call time and sent only under `base`.
+AUTOLABEL_VLM_ENDPOINTS = _json.loads(env_str("AUTOLABEL_VLM_ENDPOINTS", "{}") or "{}")
+AUTOLABEL_VLM_TIMEOUT_S = env_int("AUTOLABEL_VLM_TIMEOUT_S", 60)
 # PostgreSQL fast paths and their portable twins (common/fastpath.py); FASTPATH_<NAME>=false runs the
 # portable version of one path. ANNOTATION_SQL_ENGINE=false is the older name of FASTPATH_HIT_ENGINE.
 FASTPATHS = {
@@ -215,6 +229,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 # everything else (imports, reports, syncs) to the default queue.
 CELERY_TASK_ROUTES = {
     "generation.images_generate": {"queue": "generation"},
+    "autolabel.labels_compute": {"queue": "generation"},  # models on the GPU hosts
     "*": {"queue": "default"},
 }
 CELERY_TASK_ACKS_LATE = True

@@ -1,0 +1,87 @@
+"""REST API of machine labels: run / cancel a labeller, import labels, list labels. Owner-only like
+every campaign endpoint (campaign_get: others get 404)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.selectors import campaign_get
+from common.errors import ApplicationError
+from common.pagination import PageNumberPagination
+from common.permissions import IsResearcher
+
+from .importer import machine_labels_import
+from .models import MachineLabel
+from .selectors import machine_labels_list
+from .services import autolabel_cancel, autolabel_start
+
+
+class AutolabelInputSerializer(serializers.Serializer):
+    labeller = serializers.CharField(max_length=64)
+
+
+def _labeller(request: Request) -> str:
+    ser = AutolabelInputSerializer(data=request.data)
+    ser.is_valid(raise_exception=True)
+    return ser.validated_data["labeller"]
+
+
+class AutolabelStartApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=AutolabelInputSerializer, responses={202: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        result = autolabel_start(campaign=campaign, labeller=_labeller(request))
+        return Response(result, status=status.HTTP_202_ACCEPTED)
+
+
+class AutolabelCancelApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request=AutolabelInputSerializer, responses={200: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response(autolabel_cancel(campaign=campaign, labeller=_labeller(request)))
+
+
+class MachineLabelOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MachineLabel
+        fields = ("question", "labeller", "choice", "score", "model", "revision", "params", "created_at")
+
+
+class MachineLabelListApi(APIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(parameters=[OpenApiParameter("labeller", str), OpenApiParameter("page", int),
+                               OpenApiParameter("page_size", int)],
+                   responses={200: MachineLabelOutputSerializer(many=True)})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        qs = machine_labels_list(campaign=campaign, labeller=request.query_params.get("labeller") or None)
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response(MachineLabelOutputSerializer(page, many=True).data)
+
+
+class MachineLabelImportApi(APIView):
+    """Multipart: `file` (CSV or JSONL) and `labeller` (the name the labels are stored under)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(request={"multipart/form-data": inline_serializer("MachineLabelImportInput", fields={
+        "file": serializers.FileField(help_text="CSV or JSON Lines, one label per row"),
+        "labeller": serializers.CharField(),
+    })}, responses={201: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ApplicationError("A file is required.", errors={"file": ["This field is required."]})
+        result = machine_labels_import(campaign=campaign, labeller=request.data.get("labeller"),
+                                       name=upload.name or "labels", data=upload.read())
+        return Response(result, status=status.HTTP_201_CREATED)

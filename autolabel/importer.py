@@ -1,0 +1,175 @@
+"""The `import` labeller: machine labels made elsewhere, uploaded as CSV (header row) or JSON Lines.
+
+Columns / keys: `image` (an image id of the campaign) or `prompt_key` + `sample_index`; the question
+within the image by `slot`, `attribute` (GEP) or `family` ("person" / "attribute:<name>"); optional
+`labeller` (must equal the upload's labeller); `choice` (one of the question's choices, case as
+listed); optional `score` in [0, 1]; optional `model`. Every row is validated first and every problem
+names its line (`rows.<line>`); then all rows are stored in one transaction, or none. A row for a
+question the labeller already labelled replaces that label (a re-upload is idempotent)."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import transaction
+
+from annotation.models import Question
+from campaigns.models import Campaign
+from common.errors import ApplicationError
+from common.inputs import brief
+
+from .models import MachineLabel
+
+COLUMNS = ("image", "prompt_key", "sample_index", "family", "attribute", "slot", "labeller", "choice", "score",
+           "model")
+MAX_ROWS = 200_000
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+RESERVED = {"human", "hybrid"}
+
+
+def labeller_name_check(name: Any) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name) or name in RESERVED:
+        raise ApplicationError("Give the labeller's name.", errors={"labeller": [
+            "must be 1-64 letters, digits, '_', '.' or '-' (not 'human' or 'hybrid')"]})
+    return name
+
+
+def _rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        errors.setdefault(f"rows.{line}", []).append(f"row {line}: not valid UTF-8 (byte {exc.start})")
+        return
+    lower = name.lower()
+    if lower.endswith((".jsonl", ".ndjson", ".json")) or (not lower.endswith(".csv") and text.lstrip().startswith("{")):
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                errors.setdefault(f"rows.{line}", []).append(f"row {line}: not JSON: {exc.msg}")
+                continue
+            if not isinstance(row, dict):
+                errors.setdefault(f"rows.{line}", []).append(f"row {line}: must be a JSON object")
+                continue
+            unknown = [k for k in row if k not in COLUMNS]
+            if unknown:
+                errors.setdefault(f"rows.{line}", []).append(f"row {line}: unknown keys {', '.join(map(brief, unknown))}")
+                continue
+            yield line, row
+        return
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    if not reader.fieldnames:
+        errors.setdefault("file", []).append("the file is empty")
+        return
+    unknown = [f for f in reader.fieldnames if f not in COLUMNS]
+    if unknown:
+        errors.setdefault("rows.1", []).append(f"row 1: unknown columns {', '.join(map(repr, unknown))} "
+                                               f"(columns: {', '.join(COLUMNS)})")
+        return
+    for row in reader:
+        yield reader.line_num, {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data: bytes) -> dict[str, Any]:
+    """Validate every row, then upsert all labels in one transaction; 400 naming rows otherwise."""
+    labeller = labeller_name_check(labeller)
+    errors: dict[str, list[str]] = {}
+    questions: dict[int, list[Question]] = {}
+    for q in Question.objects.filter(campaign=campaign, is_gold=False).only("id", "image_id", "slot", "family", "choices"):
+        questions.setdefault(q.image_id, []).append(q)
+    by_key = {(k, n): i for i, k, n in campaign.images.values_list("id", "prompt__key", "sample_index")}
+    seen: dict[int, int] = {}
+    labels: list[MachineLabel] = []
+    count = 0
+    for line, row in _rows(name, data, errors):
+        count += 1
+        if count > MAX_ROWS:
+            errors.setdefault("file", []).append(f"more than {MAX_ROWS:,} rows: split the file")
+            break
+        problems: list[str] = []
+        image_id = None
+        if "image" in row:
+            image_id = _int(row["image"])
+            if image_id is None or image_id not in questions:
+                problems.append(f"image {brief(row['image'])} is not an image of this campaign with questions")
+                image_id = None
+        elif "prompt_key" in row and "sample_index" in row:
+            sample = _int(row["sample_index"])
+            image_id = by_key.get((str(row["prompt_key"]), sample)) if sample is not None else None
+            if image_id is None:
+                problems.append(f"no image {brief(row['prompt_key'])} sample {brief(row['sample_index'])}")
+            elif image_id not in questions:
+                problems.append(f"image {image_id} has no questions (open the campaign first, or it is excluded)")
+                image_id = None
+        else:
+            problems.append("give image, or prompt_key and sample_index")
+        if row.get("labeller") not in (None, labeller):
+            problems.append(f"labeller {brief(row['labeller'])} is not the upload's labeller {labeller!r}")
+        question = None
+        if image_id is not None:
+            candidates = questions[image_id]
+            if "slot" in row:
+                candidates = [q for q in candidates if q.slot == str(row["slot"])]
+            if "attribute" in row:
+                candidates = [q for q in candidates if q.family == f"attribute:{row['attribute']}"]
+            if "family" in row:
+                candidates = [q for q in candidates if q.family == str(row["family"])]
+            if len(candidates) == 1:
+                question = candidates[0]
+            elif not candidates:
+                problems.append("no question of this image matches slot / attribute / family")
+            else:
+                problems.append(f"{len(candidates)} questions of this image match: give slot (e.g. left / right)")
+        choice = row.get("choice")
+        if choice is None:
+            problems.append("choice is missing")
+        elif question is not None and choice not in question.choices:
+            problems.append(f"choice {brief(choice)} is not one of {', '.join(question.choices)}")
+        score = row.get("score")
+        if score is not None:
+            try:
+                score = float(score) if not isinstance(score, bool) else math.nan
+            except (TypeError, ValueError):
+                score = math.nan
+            if not 0.0 <= score <= 1.0:  # NaN fails too
+                problems.append(f"score {brief(row.get('score'))} must be a number in [0, 1]")
+        model = row.get("model", "")
+        if not isinstance(model, str) or len(model) > 300:
+            problems.append("model must be text of at most 300 characters")
+        if question is not None and question.pk in seen:
+            problems.append(f"the same question as row {seen[question.pk]}")
+        if problems:
+            errors.setdefault(f"rows.{line}", []).extend(f"row {line}: {p}" for p in problems)
+            continue
+        assert question is not None
+        seen[question.pk] = line
+        labels.append(MachineLabel(campaign=campaign, question=question, labeller=labeller, choice=choice,
+                                   score=score, model=model, params={"import": name[:200], "row": line}))
+    if not errors and not labels:
+        errors["file"] = ["the file has no rows"]
+    if errors:
+        bad = sum(1 for k in errors if k.startswith("rows."))
+        raise ApplicationError(f"Import rejected ({bad} bad rows of {count}); nothing was stored.", errors=errors)
+    with transaction.atomic():
+        MachineLabel.objects.bulk_create(labels, batch_size=2000, update_conflicts=True,
+                                         unique_fields=["question", "labeller"],
+                                         update_fields=["choice", "score", "model", "revision", "params"])
+    return {"rows": len(labels), "labeller": labeller}
