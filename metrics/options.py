@@ -14,6 +14,7 @@ key (`key()`) changes with the new field, so old snapshots are simply not found 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -25,7 +26,10 @@ AGGREGATIONS = ("majority", "dawid_skene")
 MAX_DRAWS = 10_000
 MAX_SEED = 2**31 - 1
 # Query parameters the edges accept (the API documents them; `format` is the edge's own).
-PARAMS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "seed", "confidence", "exclude_blocked")
+PARAMS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "seed", "confidence", "exclude_blocked",
+          "source")
+# `source`: "human" (the human majority), a machine labeller's name, or "hybrid:<labeller>".
+LABELLER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
 def _check(name: str, value: Any) -> str | None:
@@ -50,6 +54,11 @@ def _check(name: str, value: Any) -> str | None:
         return None if ok else "must be a number between 0.5 and 1 (e.g. 0.95)"
     if name == "exclude_blocked":
         return None if isinstance(value, bool) else "must be true or false"
+    if name == "source":
+        labeller = value[len("hybrid:"):] if isinstance(value, str) and value.startswith("hybrid:") else value
+        ok = value == "human" or (isinstance(labeller, str) and LABELLER_NAME.match(labeller) is not None
+                                  and labeller != "human")
+        return None if ok else "must be human, a machine labeller's name, or hybrid:<labeller>"
     return "unknown option"
 
 
@@ -71,6 +80,7 @@ class ReportOptions:
     seed: int | None = None  # None: the campaign seed
     exclude_blocked: bool = True
     n_perm: int = 1000
+    source: str = "human"
 
     def __post_init__(self) -> None:
         errors = {f.name: [msg] for f in fields(self) if (msg := _check(f.name, getattr(self, f.name))) is not None}
@@ -118,6 +128,17 @@ class ReportOptions:
         if unknown:
             _raise({name: ["unknown option"] for name in unknown})
         return cls(**data)
+
+    @property
+    def labeller(self) -> str | None:
+        """The machine labeller the source names (None for human)."""
+        if self.source == "human":
+            return None
+        return self.source[len("hybrid:"):] if self.source.startswith("hybrid:") else self.source
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.source.startswith("hybrid:")
 
     def key(self) -> str:
         """The snapshot cache key: one way (options -> key), never parsed back."""

@@ -17,9 +17,10 @@ from campaigns.models import Campaign
 
 from .compare import compare_from_reports, compare_kind
 from .extract import CampaignFacts, campaign_data, campaign_data_version
+from .extract.machine import labeller_check, machine_data
 from .models import ReportSnapshot
 from .options import ReportOptions
-from .report import report_from_data
+from .report_sources import source_report
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -28,7 +29,8 @@ ASYNC_ANSWER_THRESHOLD = 300_000
 def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any]:
     """Build the report now (no cache)."""
     data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
-    report = report_from_data(data, options)
+    mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
+    report = source_report(data, mdata, options)
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
 
@@ -36,6 +38,8 @@ def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any
 def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed; or ("building", progress) when a worker builds it (large campaigns)."""
+    if options.labeller:
+        labeller_check(campaign, options.labeller)  # 400 naming `source` before any snapshot
     version = campaign_data_version(campaign)
     key = options.key()
     snap = ReportSnapshot.objects.filter(campaign=campaign, options_key=key, data_version=version).first()

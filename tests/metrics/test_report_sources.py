@@ -1,0 +1,121 @@
+"""Reports from machine and hybrid label sources (issue 15): `?source=<labeller>`,
+`?source=hybrid:<labeller>`, the `auto`, `hybrid` and `clipscore` keys, bad sources, query counts."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from autolabel.models import HumanSampleImage, ImageClipScore, MachineLabel
+from campaigns.models import Campaign
+from generation.models import Image
+from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
+from tests.metrics.test_report_api import gep_label, stereotyped
+
+pytestmark = pytest.mark.django_db
+
+BIG_GEP = {**SMALL_GEP, "name": "gep-sources", "design": {**SMALL_GEP["design"], "samples": 12}}
+
+
+def machine_labels(campaign: Campaign, labeller: str, truth: Any, flip: float, seed: int = 1,
+                   scores: bool = True) -> None:
+    """One label per question: the human truth, flipped with probability `flip`; a score for the
+    question's first choice that separates the two (noisily)."""
+    rng = random.Random(seed)
+    rows = []
+    for q in campaign.questions.filter(is_gold=False).order_by("id"):
+        target = truth(q)
+        choice = target if rng.random() >= flip else next(c for c in q.choices if c != target)
+        first = 1.0 if choice == q.choices[0] else 0.0
+        score = min(1.0, max(0.0, 0.6 * first + 0.4 * rng.random())) if scores else None
+        rows.append(MachineLabel(campaign=campaign, question=q, labeller=labeller, choice=choice, score=score,
+                                 model="tiny-clip"))
+    MachineLabel.objects.bulk_create(rows)
+
+
+@pytest.fixture
+def gep_campaign(researcher: User) -> Campaign:
+    campaign, questions = campaign_with_questions(researcher, BIG_GEP)
+    images = list(Image.objects.filter(campaign=campaign).order_by("id"))
+    sample = {img.pk for img in images[::3]}  # a third of the images to humans
+    answer_all(campaign, [q for q in questions if q.image_id in sample], gep_label, annotators(3))
+    HumanSampleImage.objects.bulk_create([HumanSampleImage(campaign=campaign, image_id=i, stratum="s")
+                                          for i in sorted(sample)])
+    # agreement needs human labels: the sampled images have them; the machine labels every image
+    machine_labels(campaign, "clip_cls", gep_label, flip=0.1)
+    ImageClipScore.objects.bulk_create([ImageClipScore(campaign=campaign, image=img, model="tiny-clip",
+                                                       score=0.5 + 0.01 * (k % 10)) for k, img in enumerate(images)])
+    return campaign
+
+
+def test_machine_source_report_has_the_auto_keys(api: APIClient, gep_campaign: Campaign) -> None:
+    r = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=clip_cls&n_boot=200")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["source"] == {"name": "clip_cls", "kind": "machine", "labeller": "clip_cls", "model": body["source"]["model"],
+                              "questions_labelled": gep_campaign.questions.count()}
+    agreement = body["auto"]["clip_cls"]["agreement"]
+    neutral = agreement["by_setting"]["neutral"]
+    for key in ("cohen_kappa", "accuracy", "mcc", "roc_auc", "n"):
+        assert key in neutral and f"{key}_ci" in neutral or key == "n"
+    assert 0.6 < neutral["accuracy"] <= 1 and neutral["cohen_kappa_ci"][0] <= neutral["cohen_kappa"]
+    assert set(neutral["attributes"]) == {"dress", "tie"}
+    assert neutral["attributes"]["dress"]["roc_auc"] is not None and neutral["roc_auc_mean"] is not None
+    gep = body["auto"]["clip_cls"]["gep"]["neutral"]
+    for key in ("score", "vector", "kendall_tau_b", "mcc", "pearson", "basis", "human_vector"):
+        assert key in gep
+    assert gep["basis"] == "scores" and set(gep["vector"]) == {"dress", "tie"}
+    # the GEP section itself comes from the machine labels: every image counted, not only the sample
+    assert body["gep"]["neutral"]["images"] == Image.objects.filter(campaign=gep_campaign,
+                                                                    prompt__metadata__setting="neutral").count()
+    assert body["clipscore"]["neutral"]["mean"] == pytest.approx(
+        sum(0.5 + 0.01 * (k % 10) for k in range(Image.objects.filter(campaign=gep_campaign).count()))
+        / Image.objects.filter(campaign=gep_campaign).count(), abs=0.01)
+    assert "hybrid" not in body
+
+
+def test_hybrid_source_report(api: APIClient, gep_campaign: Campaign) -> None:
+    human = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?n_boot=100").json()
+    r = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=hybrid:clip_cls&n_boot=100")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    assert body["gep"] == human["gep"]  # the human sections are the human report's
+    hy = body["hybrid"]["clip_cls"]
+    assert hy["sample"]["kind"] == "human_sample" and hy["sample"]["machine_only_questions"] > 0
+    neutral = hy["neutral"]
+    f = neutral["frequencies"]["woman"]["dress"]
+    for key in ("estimate", "ci", "human_only", "machine_only", "effective_human_labels", "human_labels_saved",
+                "method", "lambda"):
+        assert key in f
+    assert f["human_only"]["estimate"] == pytest.approx(1.0)  # humans: every woman wears the dress
+    assert f["ci"][0] <= f["estimate"] <= f["ci"][1]
+    assert set(neutral["vector"]) == {"dress", "tie"} and neutral["vector"]["dress"]["estimate"] > 0.5
+    assert neutral["score"]["method"] == "ppboot" and neutral["score"]["estimate"] > 0.5
+    assert "clip_cls" in body["auto"] and "clipscore" in body
+
+
+def test_pst_machine_and_hybrid_sources(api: APIClient, researcher: User) -> None:
+    campaign, questions = campaign_with_questions(researcher, {**SMALL_PST, "name": "pst-sources"})
+    answer_all(campaign, questions, stereotyped, annotators(3))
+    machine_labels(campaign, "vqa", stereotyped, flip=0.25, scores=False)
+    r = api.get(f"/api/campaigns/{campaign.pk}/report/?source=vqa&n_boot=100")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    single = body["auto"]["vqa"]["agreement"]["by_setting"]["single"]
+    assert single["roc_auc"] is None and single["n"] > 0 and single["cohen_kappa"] is not None
+    assert body["pst"]["single"]["overall"] < 100.0  # the machine's flips show in its STS
+    assert "clipscore" not in body and "gep" not in body["auto"]["vqa"]
+    hy = api.get(f"/api/campaigns/{campaign.pk}/report/?source=hybrid:vqa&n_boot=100").json()["hybrid"]["vqa"]
+    assert hy["sample"]["kind"].startswith("answered questions")
+    assert set(hy) >= {"single", "paired"} and "overall" in hy["paired"] and "pilot" in hy["single"]["micro"]
+
+
+@pytest.mark.parametrize("source", ["nosuch", "hybrid:nosuch", "Bad Name", "hybrid:", "hybrid:human"])
+def test_unknown_source_is_a_400_naming_source(api: APIClient, gep_campaign: Campaign, source: str) -> None:
+    r = api.get(f"/api/campaigns/{gep_campaign.pk}/report/", {"source": source})
+    assert r.status_code == 400, r.content
+    assert "source" in r.json()["errors"]
+    assert "auto" not in api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=human&n_boot=0").json()
