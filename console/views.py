@@ -41,7 +41,7 @@ ACTIONS = {
     "close": "Close annotation",
 }
 IMAGES_PER_PAGE = 48
-REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot")
+REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "source")
 
 
 def _errors(exc: ApplicationError) -> list[tuple[str, str]]:
