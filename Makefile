@@ -11,7 +11,7 @@ PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: setup run test lint lock clean
+.PHONY: setup run test lint typecheck lock clean
 
 setup: $(STAMP)
 
@@ -27,11 +27,16 @@ run: setup
 test: setup
 	bash scripts/ensure-test-tools.sh
 	$(BIN)/ruff check .
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} $(BIN)/mypy
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/python -m ruff check .
+
+# mypy with the Django plugin on the typed core (files listed in pyproject.toml [tool.mypy]).
+typecheck: setup
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} $(BIN)/mypy
 
 # Re-pin every package after changing requirements/*.in (run in a clean venv).
 lock:

@@ -83,3 +83,18 @@ def test_a_skipped_test_fails_in_ci(pytester: pytest.Pytester) -> None:
             del os.environ["CI"]
     result.assert_outcomes(failed=1)
     assert "Skipped tests fail in CI" in result.stdout.str()
+
+
+def test_make_test_typechecks_the_typed_core() -> None:
+    """`make test` runs mypy (Django plugin) on the files pyproject.toml lists, before pytest; those
+    files exist, so a rename cannot silently drop them from the check."""
+    import tomllib
+
+    makefile = (ROOT / "Makefile").read_text()
+    test_target = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "$(BIN)/mypy" in test_target and test_target.index("mypy") < test_target.index("pytest")
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert "mypy_django_plugin.main" in config["plugins"]
+    for path in config["files"]:
+        assert (ROOT / path).is_dir(), path
+    assert {"metrics/core", "campaigns/spec", "annotation/hits"} <= set(config["files"])

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._arrays import as_1d, encode
+from .gep import GepTiePolicy
 from .intervals import (
     CI,
     design_effect,
@@ -230,7 +231,7 @@ def micro_sts_intervals(
     hit = (s == 1).astype(float) * w
     x = np.bincount(codes, weights=hit, minlength=len(names))
     n = np.bincount(codes, weights=w.astype(float), minlength=len(names))
-    deff = design_effect(image_ids, (s == 1).astype(float), w.astype(float), ident)
+    deff = np.atleast_1d(design_effect(image_ids, (s == 1).astype(float), w.astype(float), ident))
     lo, hi = wilson_interval(x, n, confidence, deff)
     out = {}
     for i, name in enumerate(names.tolist()):
@@ -257,11 +258,11 @@ def group_sts_intervals(
     s, w = stereo_weights(labels, stereotypes, treatment)
     id_codes, id_names = encode(as_1d(identities, "identities"))
     gr = as_1d(groups, "groups").astype(str)
-    g_of = {}
+    g_of: dict[int, str] = {}
     for i, g in zip(id_codes.tolist(), gr.tolist()):
         g_of.setdefault(i, g)
     g_names = sorted(set(g_of.values()))
-    member = np.array([[g_of[i] == g for i in range(len(id_names))] for g in g_names], dtype=float)
+    member = np.array([[g_of[i] == g for i in range(len(id_names))] for g in g_names], dtype=np.float64)
     sums, _ = _pst_person_sums(image_ids, id_codes, len(id_names), [s.astype(float) * w, w.astype(float)])
 
     def stat(t: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -305,7 +306,7 @@ def percent_feminine_intervals(
     codes, names = encode(ident)
     x = np.bincount(codes, weights=fem * w, minlength=len(names))
     n = np.bincount(codes, weights=w, minlength=len(names))
-    deff = design_effect(image_ids, fem, w, ident)
+    deff = np.atleast_1d(design_effect(image_ids, fem, w, ident))
     lo, hi = wilson_interval(x, n, confidence, deff)
     return {
         str(name): CI(100.0 * x[i] / n[i] if n[i] > 0 else float("nan"), 100.0 * lo[i], 100.0 * hi[i], confidence,
@@ -324,7 +325,7 @@ def gep_intervals(
     labels: ArrayLike,
     gender_order: Sequence[Any],
     attribute_order: Sequence[Any] | None = None,
-    tie_policy: str = "absent",
+    tie_policy: GepTiePolicy = "absent",
     n_boot: int = 2000,
     confidence: float = 0.95,
     seed: int | None = 0,
@@ -344,7 +345,7 @@ def gep_intervals(
     na = len(fr.attributes)
     g_codes, _ = encode(as_1d(genders, "genders"), gender_order)
     a_codes, _ = encode(as_1d(attributes, "attributes"), fr.attributes)
-    present, counted, _ = present_weights(labels, tie_policy)  # type: ignore[arg-type]
+    present, counted, _ = present_weights(labels, tie_policy)
     two = g_codes < 2
     img = as_1d(image_ids, "image_ids")[two]
     cell = g_codes[two] * na + a_codes[two]

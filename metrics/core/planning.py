@@ -206,10 +206,11 @@ def gep_plan(
                                  "of 0: see gep_near_zero)"},
     }
     if simulate_runs > 0:
-        out["simulated_half_width"] = _simulated_gep_half_width(fw, fm, per_cell, setting, a, redundancy, confidence,
-                                                                simulate_runs, seed)
+        simulated = _simulated_gep_half_width(fw, fm, per_cell, setting, a, redundancy, confidence,
+                                              simulate_runs, seed)
+        out["simulated_half_width"] = simulated
         out["simulated_runs"] = simulate_runs
-        out["images_needed_simulated"] = _needed(images, out["simulated_half_width"], target_half_width)
+        out["images_needed_simulated"] = _needed(images, simulated, target_half_width)
     return out
 
 

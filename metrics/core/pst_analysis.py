@@ -116,7 +116,9 @@ def top_k_identities(
         if g is None or value is None or not np.isfinite(value):
             continue
         by_group.setdefault(g, []).append((float(value), ident))
-    selected, tied, cut = {}, {}, {}
+    selected: dict[str, list[str]] = {}
+    tied: dict[str, list[str]] = {}
+    cut: dict[str, float] = {}
     for g, items in sorted(by_group.items()):
         items.sort(key=lambda x: (-x[0], x[1]))
         if len(items) <= k:
@@ -179,7 +181,8 @@ def intervention_analysis(
     from .significance import compare_pst
 
     selection = None
-    p, it = dict(plain), dict(intervention)
+    p: dict[str, Any] = dict(plain)
+    it: dict[str, Any] = dict(intervention)
     if top_k is not None:
         src = selection_from if selection_from is not None else plain
         micro = micro_sts(src["identities"], src["labels"], src["stereotypes"], treatment)
