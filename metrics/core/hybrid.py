@@ -205,12 +205,13 @@ def ppi_ratio(num: ArrayLike, den: ArrayLike, num_hat: ArrayLike, den_hat: Array
         r0 = mean_num / mean_den
         z, zh, zu = x - r0 * d, xh - r0 * dh, xu - r0 * du
         est_z = _f(ppi_mean_pointestimate(z, zh, zu))
-        lo_z, hi_z = ppi_mean_ci(z, zh, zu, alpha=alpha)
-    if est_z is None or _f(lo_z) is None:
+        ci_z = ppi_mean_ci(z, zh, zu, alpha=alpha)
+    lo_z, hi_z = _f(ci_z[0]), _f(ci_z[1])
+    if est_z is None or lo_z is None or hi_z is None:
         e, ci = scaled(human)
         return _result(method, e, ci, 0.0, n, big_n, scaled(human), scaled(machine), n + big_n)
     est = r0 + est_z / mean_den
-    ci = (r0 + _f(lo_z) / mean_den, r0 + _f(hi_z) / mean_den)
+    ci = (r0 + lo_z / mean_den, r0 + hi_z / mean_den)
     shift = zu.mean() - zh.mean()
     lam = est_z / shift - z.mean() / shift if abs(shift) > 1e-12 else None
     return _result(method, scale * est, (scale * ci[0], scale * ci[1]), lam, n, big_n, scaled(human),
