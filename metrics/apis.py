@@ -25,6 +25,7 @@ OPTION_PARAMS = [
     OpenApiParameter("aggregation", str, enum=["majority", "dawid_skene"]),
     OpenApiParameter("n_boot", int), OpenApiParameter("n_perm", int), OpenApiParameter("seed", int),
     OpenApiParameter("confidence", float), OpenApiParameter("exclude_blocked", bool),
+    OpenApiParameter("source", str, description="human (default), a machine labeller's name, or hybrid:<labeller>"),
 ]
 
 
@@ -75,7 +76,10 @@ class ReportCompareApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(parameters=[OpenApiParameter("campaigns", str, required=True)], responses={200: dict})
+    @extend_schema(parameters=[OpenApiParameter("campaigns", str, required=True),
+                               OpenApiParameter("source", str, description="one source, or several comma-separated "
+                                                "(each compared with human by Kendall tau-b, GEP Table 6)")],
+                   responses={200: dict})
     def get(self, request: Request) -> Response:
         raw = request.query_params.get("campaigns", "")
         try:
@@ -86,4 +90,9 @@ class ReportCompareApi(APIView):
         if not ids:
             raise ApplicationError("Give campaigns=ID,ID,...", errors={"campaigns": ["required"]})
         campaigns = [campaign_get(user=request.user, campaign_id=i) for i in ids]
-        return Response(report_compare(campaigns=campaigns, options=ReportOptions.from_params(request.query_params)))
+        params = request.query_params.copy()
+        sources = [s.strip() for s in params.pop("source", [""])[-1].split(",") if s.strip()]
+        options = ReportOptions.from_params({**params.dict(), "source": sources[0] if sources else ""})
+        for s in sources[1:]:
+            ReportOptions(source=s)  # a 400 naming `source` for a bad one
+        return Response(report_compare(campaigns=campaigns, options=options, sources=sources[1:]))

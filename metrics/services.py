@@ -7,6 +7,7 @@ built report and never reads the database.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -16,6 +17,7 @@ from django.db import IntegrityError, transaction
 from campaigns.models import Campaign
 
 from .compare import compare_from_reports, compare_kind
+from .compare_sources import sources_comparison
 from .extract import CampaignFacts, campaign_data, campaign_data_version
 from .extract.machine import labeller_check, machine_data
 from .models import ReportSnapshot
@@ -101,11 +103,25 @@ def report_build_snapshot(*, snapshot_id: int) -> None:
                                                      build_seconds=time.monotonic() - started)
 
 
-def report_compare(*, campaigns: list[Campaign], options: ReportOptions) -> dict[str, Any]:
+def report_compare(*, campaigns: list[Campaign], options: ReportOptions,
+                   sources: list[str] | None = None) -> dict[str, Any]:
     """Headline figures of campaigns of one kind side by side (like GEP Table 3); each report from its
-    snapshot, built now when missing (never queued: the comparison needs them all)."""
+    snapshot, built now when missing (never queued: the comparison needs them all). With `sources`
+    (label sources besides the human one: labellers, `hybrid:<labeller>`), also `sources`: each
+    source's score per campaign and setting and its Kendall tau-b with the human scores (GEP Table 6)."""
     facts = [CampaignFacts.of(c) for c in campaigns]
-    compare_kind(facts)  # mixed kinds are refused before any report is built
-    entries = [(f, report_get(campaign=c, options=options, allow_async=False)[1])
-               for f, c in zip(facts, campaigns, strict=True)]
-    return compare_from_reports(entries)
+    kind = compare_kind(facts)  # mixed kinds are refused before any report is built
+
+    def reports(opts: ReportOptions) -> list[dict[str, Any]]:
+        return [report_get(campaign=c, options=opts, allow_async=False)[1] for c in campaigns]
+
+    by_source = {options.source: reports(options)}
+    result = compare_from_reports(list(zip(facts, by_source[options.source], strict=True)))
+    wanted = list(dict.fromkeys(["human", options.source, *(sources or [])]))
+    if len(wanted) > 1:
+        for s in wanted:
+            if s not in by_source:
+                by_source[s] = reports(dataclasses.replace(options, source=s))
+        result["source"] = options.source
+        result["sources"] = sources_comparison(kind, facts, {s: by_source[s] for s in wanted})
+    return result

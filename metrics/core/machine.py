@@ -165,10 +165,10 @@ def _one(rows: NDArray[np.bool_], h: NDArray[np.intp], m: NDArray[np.intp], k: i
         return out, None
     hl, ml = h_labels[rows].astype(str), m_labels[rows].astype(str)
     with warnings.catch_warnings():  # one label on both sides: sklearn warns and returns NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore")
         point = {"cohen_kappa": cohen_kappa_score(hl, ml), "accuracy": accuracy_score(hl, ml),
                  "mcc": matthews_corrcoef(hl, ml)}
-    _, lo, hi = _confusion_ci(rows, h, m, k, res, confidence)
+        _, lo, hi = _confusion_ci(rows, h, m, k, res, confidence)
     for i, name in enumerate(AGREEMENT_STATS):
         # intervals hold the estimate (BCa can put an endpoint past it only in a degenerate bootstrap)
         est = point[name]
@@ -181,7 +181,9 @@ def _one(rows: NDArray[np.bool_], h: NDArray[np.intp], m: NDArray[np.intp], k: i
             draws, jack = _auc_draws(rows, y, s, res)
             auc_parts = (est, draws, jack)
             if res.n_boot:
-                lo_a, hi_a, _ = bca_endpoints(est, draws, jack, confidence)
+                with warnings.catch_warnings():  # a jackknife over one image: nothing to average
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    lo_a, hi_a, _ = bca_endpoints(est, draws, jack, confidence)
                 out.update(_ci_dict("roc_auc", est, min(lo_a[0], est), max(hi_a[0], est)))
             else:
                 out.update(_ci_dict("roc_auc", est, None, None))
