@@ -142,4 +142,6 @@ class ReportOptions:
 
     def key(self) -> str:
         """The snapshot cache key: one way (options -> key), never parsed back."""
-        return "|".join(f"{k}={v}" for k, v in sorted(self.to_dict().items()))
+        # `source=human` (the default) is left out: snapshots stored before the option stay found.
+        items = {k: v for k, v in self.to_dict().items() if not (k == "source" and v == "human")}
+        return "|".join(f"{k}={v}" for k, v in sorted(items.items()))

@@ -119,3 +119,23 @@ def test_unknown_source_is_a_400_naming_source(api: APIClient, gep_campaign: Cam
     assert r.status_code == 400, r.content
     assert "source" in r.json()["errors"]
     assert "auto" not in api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=human&n_boot=0").json()
+
+
+def test_csv_zip_and_html_of_a_hybrid_source(api: APIClient, gep_campaign: Campaign) -> None:
+    import csv
+    import io
+    import zipfile
+
+    r = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=hybrid:clip_cls&n_boot=50&format=csv")
+    assert r.status_code == 200
+    z = zipfile.ZipFile(io.BytesIO(r.content))
+    names = set(z.namelist())
+    assert {"machine_agreement.csv", "machine_gep_vectors.csv", "hybrid.csv", "gep_frequencies.csv"} <= names
+    rows = list(csv.DictReader(io.StringIO(z.read("hybrid.csv").decode())))
+    estimands = {row["estimand"] for row in rows}
+    assert {"score", "vector[dress]", "frequency[woman, dress]"} <= estimands
+    agreement = list(csv.DictReader(io.StringIO(z.read("machine_agreement.csv").decode())))
+    assert {"overall", "neutral", "neutral / tie"} <= {row["scope"] for row in agreement}
+    html = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=hybrid:clip_cls&n_boot=50&format=html")
+    text = html.content.decode()
+    assert 'id="machine-agreement"' in text and 'id="hybrid"' in text and "Human vs clip_cls GEP vector" in text
