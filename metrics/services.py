@@ -19,7 +19,7 @@ from campaigns.models import Campaign
 from .compare import compare_from_reports, compare_kind
 from .compare_sources import sources_comparison
 from .extract import CampaignFacts, campaign_data, campaign_data_version
-from .extract.machine import labeller_check, machine_data
+from .extract.machine import machine_data, machine_data_version
 from .models import ReportSnapshot
 from .options import ReportOptions
 from .report_sources import source_report
@@ -40,9 +40,9 @@ def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any
 def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed; or ("building", progress) when a worker builds it (large campaigns)."""
-    if options.labeller:
-        labeller_check(campaign, options.labeller)  # 400 naming `source` before any snapshot
     version = campaign_data_version(campaign)
+    if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
+        version += "|" + machine_data_version(campaign, options.labeller)
     key = options.key()
     snap = ReportSnapshot.objects.filter(campaign=campaign, options_key=key, data_version=version).first()
     if snap and snap.status == ReportSnapshot.Status.READY:

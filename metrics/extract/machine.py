@@ -4,7 +4,8 @@ autolabel app's public selectors and aligned with the question arrays of `Campai
 Three queries, made only for a machine or hybrid source (the human report reads none of this):
 the labeller's labels (`machine_label_arrays`), the recorded human sample (`human_sample_image_ids`)
 and the CLIPScores (`clipscore_rows`). A source whose labeller has no label on the campaign is a 400
-naming `source` (checked by `labeller_check`, one more query, before a snapshot is looked up).
+naming `source` (checked by `machine_data_version`, whose three aggregates join the snapshot's data
+version, so new machine labels, a new human sample or new CLIPScores rebuild the report).
 """
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.db.models import Count, Max
 
+from autolabel.models import HumanSampleImage, ImageClipScore, MachineLabel
 from autolabel.selectors import clipscore_rows, human_sample_image_ids, machine_label_arrays, machine_labellers
 from common.errors import ApplicationError
 
 from .data import CampaignData
 
-__all__ = ["MachineData", "labeller_check", "machine_data"]
+__all__ = ["MachineData", "machine_data", "machine_data_version"]
 
 
 @dataclass
@@ -35,12 +38,22 @@ class MachineData:
     clipscore: list[dict[str, Any]]
 
 
-def labeller_check(campaign: Any, labeller: str) -> None:
-    names = machine_labellers(campaign)
-    if labeller not in names:
+def machine_data_version(campaign: Any, labeller: str) -> str:
+    """Changes whenever what a machine or hybrid report reads besides the human data changes (the
+    labeller's labels, the human sample, the CLIPScores): part of the snapshot's data version. A
+    labeller without any label on the campaign is a 400 naming `source`. Three queries (four on the
+    error path, which lists the campaign's labellers)."""
+    labels = MachineLabel.objects.filter(campaign=campaign, labeller=labeller).aggregate(
+        n=Count("id"), last=Max("id"), changed=Max("created_at"))
+    if not labels["n"]:
+        names = machine_labellers(campaign)
         known = ", ".join(names) if names else "none"
         raise ApplicationError(f"Invalid report parameter source: no labels from {labeller!r} on this campaign",
                                errors={"source": [f"no machine labels from {labeller!r} (labellers: {known})"]})
+    sample = HumanSampleImage.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
+    clip = ImageClipScore.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
+    parts = [labels["n"], labels["last"], labels["changed"], sample["n"], sample["last"], clip["n"], clip["last"]]
+    return "|".join(str(p) for p in parts)
 
 
 def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineData:

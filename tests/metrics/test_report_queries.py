@@ -106,8 +106,9 @@ def test_report_get_and_the_csv_export_run_an_exact_number_of_queries(researcher
 @pytest.mark.parametrize("source", ["clip_cls", "hybrid:clip_cls"])
 def test_a_machine_source_adds_an_exact_number_of_queries(researcher: User, source: str) -> None:
     """A machine or hybrid source reads three more things (the labeller's labels, the human sample,
-    the CLIPScores: `metrics/extract/machine.py`) and checks the labeller exists (one query) before the
-    snapshot lookup; the human report reads none of them (counted above)."""
+    the CLIPScores: `metrics/extract/machine.py`) and adds three aggregates of them to the data version
+    (which also checks the labeller has labels); the human report reads none of them (counted above).
+    New machine labels change the version: the report is rebuilt."""
     if connection.vendor != "postgresql":
         pytest.skip("counted on PostgreSQL; CI runs it there")
     from autolabel.models import MachineLabel
@@ -127,5 +128,9 @@ def test_a_machine_source_adds_an_exact_number_of_queries(researcher: User, sour
             with statements() as cached:
                 state, _ = report_get(campaign=campaign, options=options)
         assert len(built) == extract + 3, built
-        assert len(cached) == 1 + 5 and state == "ready", cached
-        assert len(got) == 1 + 5 + 1 + extract + 3 + 4 + 1, got
+        assert len(cached) == 3 + 5 and state == "ready", cached
+        assert len(got) == 3 + 5 + 1 + extract + 3 + 4 + 1, got
+        MachineLabel.objects.filter(campaign=campaign).first().delete()
+        with fastpath.forced("report_extract", True), fastpath.forced("answers_csv", True), statements() as again:
+            report_get(campaign=campaign, options=options)
+        assert len(again) == len(got), again  # rebuilt: the machine labels changed
