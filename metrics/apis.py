@@ -14,6 +14,7 @@ from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
 
+from .compare_sources import compare_source_options
 from .exports import report_csv_zip, report_html
 from .options import ReportOptions
 from .services import report_compare, report_get
@@ -90,9 +91,5 @@ class ReportCompareApi(APIView):
         if not ids:
             raise ApplicationError("Give campaigns=ID,ID,...", errors={"campaigns": ["required"]})
         campaigns = [campaign_get(user=request.user, campaign_id=i) for i in ids]
-        params = request.query_params.copy()
-        sources = [s.strip() for s in params.pop("source", [""])[-1].split(",") if s.strip()]
-        options = ReportOptions.from_params({**params.dict(), "source": sources[0] if sources else ""})
-        for s in sources[1:]:
-            ReportOptions(source=s)  # a 400 naming `source` for a bad one
-        return Response(report_compare(campaigns=campaigns, options=options, sources=sources[1:]))
+        options, sources = compare_source_options(request.query_params)
+        return Response(report_compare(campaigns=campaigns, options=options, sources=sources))

@@ -13,6 +13,7 @@ from typing import Any
 from metrics.core.machine import vector_agreement
 
 from .extract.data import CampaignFacts
+from .options import ReportOptions
 
 SETTINGS = {"gep": ("neutral", "explicit"), "pst": ("single", "paired")}
 
@@ -34,6 +35,19 @@ def source_score(kind: str, report: dict[str, Any], source: str, setting: str) -
         auto = _dig(report, "auto", source, "gep", setting, "score")
         return auto if auto is not None else _dig(report, "gep", setting, "score")
     return _dig(report, "pst", setting, "overall")
+
+
+def compare_source_options(params: Any) -> tuple[ReportOptions, list[str]]:
+    """The compare edge's `source`: one source or several, comma-separated. The first is the report
+    option (the comparison's rows come from its reports); the others are compared too. A bad one is a
+    400 naming `source`."""
+    raw = params.get("source", "") or ""
+    sources = [s.strip() for s in str(raw).split(",") if s.strip()]
+    rest = {k: params.get(k) for k in params if k != "source"}
+    options = ReportOptions.from_params({**rest, "source": sources[0] if sources else ""})
+    for s in sources[1:]:
+        ReportOptions(source=s)
+    return options, sources[1:]
 
 
 def _ranks(values: list[float | None]) -> list[int | None]:
