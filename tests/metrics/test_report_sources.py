@@ -111,6 +111,10 @@ def test_pst_machine_and_hybrid_sources(api: APIClient, researcher: User) -> Non
     hy = api.get(f"/api/campaigns/{campaign.pk}/report/?source=hybrid:vqa&n_boot=100").json()["hybrid"]["vqa"]
     assert hy["sample"]["kind"].startswith("answered questions")
     assert set(hy) >= {"single", "paired"} and "overall" in hy["paired"] and "pilot" in hy["single"]["micro"]
+    page = api.get(f"/api/campaigns/{campaign.pk}/report/?source=hybrid:vqa&n_boot=50&format=html")
+    text = page.content.decode()
+    assert page.status_code == 200 and 'id="machine-agreement"' in text and 'id="hybrid"' in text
+    assert "percent_feminine[pilot]" in text and 'id="machine-gep"' not in text
 
 
 @pytest.mark.parametrize("source", ["nosuch", "hybrid:nosuch", "Bad Name", "hybrid:", "hybrid:human"])
