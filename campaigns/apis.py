@@ -43,7 +43,18 @@ def campaign_payload(campaign: Any, *, with_spec: bool = True) -> dict[str, Any]
 
 
 class SpecInputSerializer(serializers.Serializer):
-    """The body is the spec itself (see docs/spec.md); validated by the spec module."""
+    """The body is the spec itself (JSON or YAML, see docs/spec.md). Documentation only: the spec
+    module (campaigns.spec.spec_normalize) is the parser, naming every bad field by its dotted path;
+    sections other than these (e.g. crowd) are documented in docs/spec.md."""
+
+    version = serializers.IntegerField(required=False, help_text="Spec format version (1).")
+    name = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=["pst", "gep"])
+    seed = serializers.IntegerField(required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    design = serializers.JSONField(help_text="Settings, identities or attributes, samples (docs/spec.md).")
+    backend = serializers.JSONField(help_text="Generation backend: name, model, size, api_base (allow-listed).")
+    annotation = serializers.JSONField(required=False, help_text="Redundancy, HIT size, reward, instructions.")
 
 
 class CampaignListCreateApi(APIView):
@@ -57,7 +68,7 @@ class CampaignListCreateApi(APIView):
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response([campaign_payload(c, with_spec=False) for c in page])
 
-    @extend_schema(request={"application/json": dict, "application/yaml": dict},
+    @extend_schema(request={"application/json": SpecInputSerializer, "application/yaml": SpecInputSerializer},
                    responses={201: CampaignOutputSerializer})
     def post(self, request: Request) -> Response:
         campaign = campaign_create(owner=request.user, spec=request.data)
@@ -130,7 +141,8 @@ class SpecPreviewApi(APIView):
     permission_classes = [IsResearcher]
     parser_classes = SPEC_PARSERS
 
-    @extend_schema(request={"application/json": dict, "application/yaml": dict}, responses={200: dict})
+    @extend_schema(request={"application/json": SpecInputSerializer, "application/yaml": SpecInputSerializer},
+                   responses={200: dict})
     def post(self, request: Request) -> Response:
         normalized = spec_normalize(request.data)
         plans = spec_expand(normalized)

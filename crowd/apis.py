@@ -3,10 +3,9 @@ an MTurk batch-results CSV. Views parse, call one service, and render."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +14,7 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.apis import QualificationAttemptApi
 from campaigns.selectors import campaign_get
+from common.edge import body_parse
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
 
@@ -22,10 +22,16 @@ from . import services
 from .mturk_batch import mturk_batch_import
 
 
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise ApplicationError("The body must be a JSON object.", errors={"body": ["must be an object"]})
-    return request.data
+class MTurkAssignmentInput(serializers.Serializer):
+    assignmentId = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="MTurk's assignment id of the accepted HIT.")
+    hitId = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="MTurk's HIT id.")
+
+
+class MTurkBatchImportInput(serializers.Serializer):
+    file = serializers.FileField(help_text="MTurk's batch-results CSV.")
+    mapping = serializers.JSONField(required=False, help_text="How the CSV's columns map to questions (object).")
+    campaigns = serializers.CharField(required=False, help_text="Further campaign ids sharing the file, comma-separated.")
+    dry_run = serializers.BooleanField(required=False, help_text="Check only; nothing is written.")
 
 
 class MTurkAssignmentApi(APIView):
@@ -34,11 +40,11 @@ class MTurkAssignmentApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=dict, responses={200: dict, 201: dict, 204: None})
+    @extend_schema(request=MTurkAssignmentInput, responses={200: dict, 201: dict, 204: None})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         selectors.campaign_for_annotator(campaign_id=campaign_id)
-        data = _body(request)
+        data = body_parse(MTurkAssignmentInput, request)
         payload, created = services.mturk_assignment_take(annotator=annotator, campaign_id=campaign_id,
                                                           assignment_id=data.get("assignmentId"),
                                                           hit_id=data.get("hitId"))
@@ -69,7 +75,7 @@ class MTurkBatchImportApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request={"multipart/form-data": dict}, responses={200: dict})
+    @extend_schema(request={"multipart/form-data": MTurkBatchImportInput}, responses={200: dict})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")

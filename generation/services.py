@@ -17,10 +17,14 @@ from campaigns.models import Campaign, Prompt
 from campaigns.services import campaign_status_set
 from common.errors import ApplicationError, ConflictError
 from common.outbound import clip
+from common.tasks import task_send
 
 from .backends import GenerationItem, GenerationOutput, OutOfMemory, PermanentError, TransientError, backend_get
 from .models import Image
 from .storage import image_store
+
+# The Celery queue of the GPU hosts (generation.tasks routes its tasks there).
+GENERATION_QUEUE = "generation"
 
 logger = logging.getLogger(__name__)
 S = Image.Status
@@ -93,12 +97,10 @@ class _Publishing:
         self.broken = False
 
     def send(self, batch: list[int]) -> None:
-        from .tasks import GENERATION_QUEUE, images_generate
-
         if self.broken:
             return
         try:
-            images_generate.apply_async(args=[batch], queue=GENERATION_QUEUE)
+            task_send("generation.images_generate", args=[batch], queue=GENERATION_QUEUE)
         except _broker_errors() as exc:
             self.broken = True
             logger.warning("campaign %s: the broker refused a generation batch (%s); %d images wait for the "
@@ -197,10 +199,8 @@ def _reset_to_pending(campaign: Campaign) -> tuple[int, int]:
 
 
 def _publish_plan(campaign_id: int) -> None:
-    from .tasks import generation_plan
-
     try:
-        generation_plan.apply_async(args=[campaign_id])
+        task_send("generation.plan", args=[campaign_id])
     except _broker_errors() as exc:
         logger.warning("campaign %s: the broker refused the planning task (%s); the sweeper will queue it",
                        campaign_id, type(exc).__name__)
@@ -320,8 +320,6 @@ def generation_sweep() -> dict[str, int]:
 def generation_queue_size() -> int | None:
     """Messages waiting in the broker's generation queue (None when it cannot be asked)."""
     from config.celery import app
-
-    from .tasks import GENERATION_QUEUE
 
     try:
         with app.connection_for_read() as connection:

@@ -14,7 +14,6 @@ from .services import campaign_generation_refresh, images_fail, images_generate_
 
 # Routed to the `generation` queue by CELERY_TASK_ROUTES (and enqueued with queue= explicitly); the
 # task-level `queue` attribute is deprecated in Celery 5.7.
-GENERATION_QUEUE = "generation"
 
 
 @shared_task(bind=True, name="generation.images_generate", acks_late=True,

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
+from common.tasks import task_send
 
 from .compare import compare_from_reports, compare_kind
 from .compare_sources import sources_comparison
@@ -53,9 +54,7 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
     if allow_async and answers > ASYNC_ANSWER_THRESHOLD:
         snap = _snapshot_claim(campaign, options, version)
         if snap is not None:
-            from .tasks import report_build_task
-
-            transaction.on_commit(lambda: report_build_task.delay(snap.pk))
+            transaction.on_commit(lambda: task_send("metrics.report_build", args=[snap.pk]))
             return "building", {"status": "building", "progress": 0.0, "snapshot": snap.pk}
         return report_get(campaign=campaign, options=options, allow_async=False)
     started = time.monotonic()

@@ -1,8 +1,6 @@
-"""Fixtures for annotation: campaigns built through the campaigns service, Image rows created
-directly (the generation pipeline is not needed), annotators signed up through the service."""
+"""Fixtures for annotation (the builders are in tests/builders/campaigns.py)."""
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -10,46 +8,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from annotation.models import Annotator
-from annotation.services.annotators import annotator_create, enrollment_consent
-from annotation.services.lifecycle import questions_open
 from campaigns.models import Campaign
-from campaigns.services import campaign_create
-from generation.models import Image
-from tests.conftest import GEP_MINIMAL, PST_MINIMAL, token_client
-
-
-def make_campaign(owner: User, *, kind: str = "gep", annotation: dict[str, Any] | None = None,
-                  **design: Any) -> Campaign:
-    spec = copy.deepcopy(GEP_MINIMAL if kind == "gep" else PST_MINIMAL)
-    spec["design"].update(design)
-    if annotation is not None:
-        spec["annotation"] = annotation
-    return campaign_create(owner=owner, spec=spec)
-
-
-def make_images(campaign: Campaign, setting: str, count: int, *, status: str = Image.Status.DONE,
-                offset: int = 0, **fields: Any) -> list[Image]:
-    """Images (sample 0) of the first `count` prompts of a setting, after skipping `offset` prompts."""
-    prompts = list(campaign.prompts.filter(setting=setting).order_by("position")[offset:offset + count])
-    assert len(prompts) == count, f"only {len(prompts)} {setting} prompts"
-    return Image.objects.bulk_create([
-        Image(campaign=campaign, prompt=p, sample_index=0, seed=p.seeds[0], status=status,
-              web_file=f"images/{campaign.pk}-{p.pk}.webp", **fields)
-        for p in prompts
-    ])
-
-
-def make_annotator(name: str, *, campaign: Campaign | None = None) -> tuple[Annotator, APIClient]:
-    annotator, _ = annotator_create(username=name, password=f"{name}-Secret-pass-9", consent=True)
-    if campaign is not None:
-        enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
-    return annotator, token_client(annotator.user)
-
-
-def open_campaign(campaign: Campaign) -> Campaign:
-    questions_open(campaign=campaign)
-    campaign.refresh_from_db()
-    return campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 
 @pytest.fixture

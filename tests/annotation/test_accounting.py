@@ -13,8 +13,7 @@ from django.utils import timezone
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import Assignment
 from annotation.services.annotators import annotator_update
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 

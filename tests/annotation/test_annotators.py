@@ -5,9 +5,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation.models import Annotator, Enrollment
+from tests.builders.campaigns import make_annotator
 from tests.conftest import token_client
-
-from .conftest import make_annotator
 
 pytestmark = pytest.mark.django_db
 

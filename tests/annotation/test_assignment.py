@@ -10,15 +10,10 @@ from django.utils import timezone
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import Assignment, AssignmentItem, Question
 from generation.models import Image
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import hit_submit_all as _answer_all
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hit_engine")]
-
-
-def _answer_all(client, hit, choice=None, time_ms=1500):
-    answers = [{"question": q["id"], "choice": choice or q["choices"][0], "time_ms": time_ms} for q in hit["questions"]]
-    return client.post(f"/api/assignments/{hit['id']}/submit/", {"answers": answers}, format="json")
 
 
 def test_hit_payload_has_only_public_fields(gep_campaign, worker):

@@ -26,8 +26,8 @@ from annotation.services.lifecycle import questions_open
 from annotation.services.qualification import qualification_attempt, qualification_create
 from campaigns.models import Campaign
 from generation.models import Image
-from tests.annotation.conftest import make_annotator, make_campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
+from tests.builders.campaigns import make_annotator, make_campaign
 from tests.conftest import make_researcher
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

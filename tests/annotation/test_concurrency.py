@@ -15,8 +15,7 @@ from annotation.hits import answers_submit, assignment_next
 from annotation.models import AggregatedLabel, Answer, Assignment, AssignmentItem, Question
 from annotation.services.annotators import annotator_create, enrollment_consent
 from common import fastpath
-
-from .conftest import make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

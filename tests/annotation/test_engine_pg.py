@@ -13,9 +13,8 @@ from annotation.hits import pg
 from annotation.labels import labels_recompute, labels_write
 from annotation.models import AggregatedLabel, Answer, Enrollment, Question
 from annotation.spec_section import annotation_settings
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
-from .test_assignment import _answer_all
+from tests.builders.campaigns import hit_submit_all as _answer_all
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,8 @@ from annotation.spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES
 from campaigns.services import campaign_create
 from campaigns.spec import SpecError
 from generation.models import Image
+from tests.builders.campaigns import make_campaign, make_images
 from tests.conftest import GEP_MINIMAL
-
-from .conftest import make_campaign, make_images
 
 pytestmark = pytest.mark.django_db
 

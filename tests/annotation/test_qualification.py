@@ -8,8 +8,7 @@ import pytest
 from annotation.hits import assignment_next
 from annotation.models import QualificationAttempt, Question
 from generation.models import Image
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,7 @@ from annotation.hits import answers_submit, assignment_heartbeat, assignment_nex
 from annotation.models import Assignment, Question
 from annotation.services.lifecycle import questions_gold_set
 from common import fastpath
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = [pytest.mark.django_db]
 

@@ -12,8 +12,7 @@ from annotation.hits import answers_submit, assignment_next
 from annotation.labels import TIE, majority_label
 from annotation.models import AggregatedLabel, Answer, Assignment, AssignmentItem, Question
 from annotation.services.leases import leases_reclaim
-
-from .conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hit_engine")]
 

@@ -11,7 +11,7 @@ from django.test import Client
 
 from campaigns.models import Campaign
 from generation.models import Image
-from tests.console.conftest import login
+from tests.builders.console import login
 
 PAGES = ["", "images/", "annotators/", "report/"]
 

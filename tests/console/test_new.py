@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from campaigns.models import Campaign
-from tests.console.conftest import login, small_pst
+from tests.builders.console import login, small_pst
 
 
 def test_create_from_the_raw_spec_json(researcher: User) -> None:

@@ -13,9 +13,9 @@ from annotation.models import AggregatedLabel, Enrollment
 from campaigns.models import Campaign
 from metrics.report import ReportOptions
 from metrics.services import report_get
+from tests.builders.console import login
+from tests.builders.metrics import annotators, answer_all, make_images, make_questions
 from tests.conftest import GEP_MINIMAL
-from tests.console.conftest import login
-from tests.metrics.builders import annotators, answer_all, make_images, make_questions
 
 # Measured on PostgreSQL, session and user lookups included: list 5, campaign 10, images 6,
 # annotators 22 (the annotation app's 5-query table, auto-approval, median times, ties and low

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from tests.console.conftest import login
-from tests.metrics.builders import (
+from tests.builders.console import login
+from tests.builders.metrics import (
     FORMULA,
     MARKUP,
     MATH,

@@ -20,8 +20,7 @@ from metrics.extract import campaign_data
 from metrics.options import ReportOptions
 from metrics.render import answers_csv_write
 from metrics.services import report_build
-from tests.metrics.builders import ODD_TEXT, messy_campaign
-from tests.metrics.test_report_api import SMALL_GEP, SMALL_PST
+from tests.builders.metrics import ODD_TEXT, SMALL_GEP, SMALL_PST, messy_campaign
 
 pytestmark = pytest.mark.django_db
 

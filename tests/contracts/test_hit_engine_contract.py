@@ -27,7 +27,7 @@ from annotation.services.qualification import qualification_attempt, qualificati
 from campaigns.models import Campaign
 from common import fastpath
 from common.errors import ApplicationError
-from tests.annotation.conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 
 pytestmark = pytest.mark.django_db
 

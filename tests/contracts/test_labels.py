@@ -23,9 +23,8 @@ from django.utils import timezone
 from annotation.models import AggregatedLabel, Answer, Enrollment, Question
 from campaigns.services import campaign_create
 from generation.models import Image
+from tests.builders.metrics import SMALL_GEP, annotators, make_images
 from tests.conftest import token_client
-from tests.metrics.builders import annotators, make_images
-from tests.metrics.test_report_api import SMALL_GEP
 
 pytestmark = pytest.mark.django_db
 

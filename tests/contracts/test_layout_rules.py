@@ -17,14 +17,9 @@ MAX_LINES = 500
 LONG_FILES: dict[str, str] = {}
 APPS = ("annotation", "autolabel", "campaigns", "common", "config", "console", "crowd", "generation", "metrics")
 # Known circles, by the one deferred import that closes each (left out of the graph; any other circle
-# through these modules still fails). Both are a service enqueuing its own Celery task with an import
-# inside the function while the task module imports the service it runs; enqueuing by task name
-# (`send_task`) would break them. Not annotation's to change (issue 14, other halves): listed so they
-# stay visible, and so that no new one joins them.
-KNOWN_CIRCLE_EDGES = {
-    ("generation.services", "generation.tasks"),  # generation_start -> images_generate.delay
-    ("metrics.services", "metrics.tasks"),        # report_get -> report_build_task.delay
-}
+# through these modules still fails). None left: services enqueue their app's tasks by name
+# (common.tasks.task_send) instead of importing the tasks module that imports them.
+KNOWN_CIRCLE_EDGES: set[tuple[str, str]] = set()
 
 
 def _tracked_python() -> list[str]:
@@ -160,3 +155,38 @@ def test_the_cycle_check_sees_circles_through_a_package_init() -> None:
     known = {"a", "a.hits", "a.hits.leases", "a.services", "a.services.annotators", "a.labels"}
     assert set(_imports(tree, "a.services.quality", False, known)) == {"a.hits.leases", "a.services.annotators",
                                                                       "a.labels"}
+
+
+# Test helpers live in one home (tests/builders/); a test module never imports another test module.
+TEST_HELPER_HOMES = ("tests.builders", "tests.browser", "tests.conftest")
+# Named exceptions: test module -> the test module it still takes helpers from, with the reason.
+TEST_IMPORT_EXCEPTIONS: dict[str, str] = {
+    "tests.crowd.test_mturk_browser": "tests.annotation.test_browser",  # the HIT page walk, shared by both pages
+    # The security suite's contract tables, each walked by a second test of the same suite.
+    "tests.security.test_csp_browser": "tests.security.test_csp",  # page_urls: every kind of HTML page
+    "tests.security.test_data_safety": "tests.security.test_access_matrix",  # endpoints: the access matrix
+}
+
+
+def test_test_modules_take_helpers_only_from_builders() -> None:
+    bad = []
+    for rel in _tracked_python():
+        if not rel.startswith("tests/") or rel.startswith("tests/builders/"):
+            continue
+        module = rel[:-3].replace("/", ".")
+        tree = ast.parse((ROOT / rel).read_text(), rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                target = node.module
+            elif isinstance(node, ast.ImportFrom) and node.level > 0:
+                if node.module in ("conftest", None):
+                    continue  # fixtures of the own package's conftest
+                target = ".".join(module.split(".")[:-node.level] + [node.module])
+            else:
+                continue
+            if not target.startswith("tests.") or target.startswith(TEST_HELPER_HOMES):
+                continue
+            if TEST_IMPORT_EXCEPTIONS.get(module) == target:
+                continue
+            bad.append(f"{rel} imports {target}")
+    assert not bad, bad

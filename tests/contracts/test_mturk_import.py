@@ -25,8 +25,7 @@ from common import fastpath
 from crowd.models import MTurkAssignmentRecord
 from crowd.mturk_batch import mturk_batch_import
 from generation.models import Image
-from tests.metrics.builders import campaign_with_questions
-from tests.metrics.test_report_api import SMALL_GEP
+from tests.builders.metrics import SMALL_GEP, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 

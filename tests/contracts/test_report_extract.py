@@ -19,8 +19,7 @@ from common import fastpath
 from metrics.extract import CampaignData, campaign_data
 from metrics.options import ReportOptions
 from metrics.report import report_from_data
-from tests.metrics.builders import ODD_TEXT, messy_campaign
-from tests.metrics.test_report_api import SMALL_GEP, SMALL_PST
+from tests.builders.metrics import ODD_TEXT, SMALL_GEP, SMALL_PST, messy_campaign
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

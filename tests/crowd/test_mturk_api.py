@@ -16,7 +16,7 @@ from annotation.models import Annotator, Assignment, Enrollment, Qualification, 
 from campaigns.models import Campaign
 from crowd import mturk
 from crowd.models import MTurkBonus, MTurkHit
-from tests.metrics.builders import annotators, campaign_with_questions
+from tests.builders.metrics import annotators, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
 SPEC = {"name": "mt", "kind": "gep", "seed": 3, "design": {

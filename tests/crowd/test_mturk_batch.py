@@ -20,8 +20,10 @@ from generation.importer import images_import
 from generation.models import Image
 from metrics.report import ReportOptions
 from metrics.services import report_build
-from tests.crowd.gep_data import DATA, batch_files, manifest_for
-from tests.metrics.builders import make_questions
+from tests.builders.crowd import MAPPING, M, W, small  # noqa: F401  (fixture)
+from tests.builders.crowd import batch_csv as _csv
+from tests.builders.gep_data import DATA, batch_files, manifest_for
+from tests.builders.metrics import make_questions
 
 pytestmark = pytest.mark.django_db
 REF = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "reference" / "gep_tables.json").read_text())
@@ -81,34 +83,6 @@ def test_the_gep_paper_exports_reproduce_its_tables(researcher: User) -> None:
         if r["AssignmentStatus"] != "Rejected")
 
 
-HEADER = ["HITId", "WorkerId", "AssignmentId", "AssignmentStatus", "WorkTimeInSeconds", "Input.attribute",
-          "Input.image_url0", "Input.image_url1", "Answer.No0.0", "Answer.No1.0", "Answer.Yes0.1", "Answer.Yes1.1"]
-
-
-def _csv(rows: list[list[str]]) -> bytes:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(HEADER)
-    writer.writerows(rows)
-    return out.getvalue().encode()
-
-
-@pytest.fixture
-def small(researcher: User) -> Campaign:
-    spec = {"name": "small", "kind": "gep", "seed": 1, "design": {
-        "settings": ["neutral"], "samples": 1, "contexts": ["sitting at a table"],
-        "attributes": [{"name": "boots", "phrase": "in boots"}]}, "backend": {"name": "import"}}
-    campaign = campaign_create(owner=researcher, spec=spec)
-    manifest = (b"prompt_key,sample_index,url\n"
-                b"neutral:woman|sitting at a table,0,https://img.example/w.png\n"
-                b"neutral:man|sitting at a table,0,https://img.example/m.png\n")
-    images_import(campaign=campaign, manifest_name="m.csv", manifest=manifest)
-    make_questions(campaign, list(Image.objects.filter(campaign=campaign).select_related("prompt")))
-    return campaign
-
-
-W, M = "https://img.example/w.png", "https://img.example/m.png"
-MAPPING = {"slots": 2}
 
 
 def test_a_good_small_batch(small: Campaign) -> None:

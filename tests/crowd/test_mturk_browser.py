@@ -18,7 +18,7 @@ from annotation.models import Annotator, Answer, Assignment, Enrollment, Qualifi
 from crowd.models import MTurkQualificationType
 from tests.annotation.test_browser import _answer_hit_with_keyboard, _open_campaign, _wait_question
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
-from tests.crowd.conftest import FakeMTurk
+from tests.builders.crowd import FakeMTurk
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -20,8 +20,9 @@ from annotation.services.qualification import qualification_create
 from campaigns.models import Campaign
 from crowd import mturk, services
 from crowd.models import MTurkAssignmentRecord, MTurkHit, MTurkQualificationType
+from tests.builders.crowd import MAPPING, M, W, small  # noqa: F401  (fixture)
+from tests.builders.crowd import batch_csv as _csv
 from tests.conftest import make_researcher, token_client
-from tests.crowd.test_mturk_batch import MAPPING, M, W, _csv, small  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 GOOD = [["H1", "A1", "X1", "Submitted", "20", "in boots", W, M, "false", "true", "true", "false"],
@@ -88,7 +89,7 @@ def test_publish_qualify_and_sync(campaign: Campaign, stubbed: Any) -> None:
 
 
 def test_publish_refuses_a_draft(researcher: User, stubbed: Any) -> None:
-    from tests.annotation.conftest import make_campaign
+    from tests.builders.campaigns import make_campaign
 
     draft = make_campaign(researcher)
     with pytest.raises(CommandError, match="Open the campaign"):

@@ -14,7 +14,7 @@ from annotation.services.qualification import qualification_create
 from campaigns.models import Campaign
 from crowd import services
 from crowd.models import MTurkQualificationType
-from tests.crowd.conftest import FakeMTurk, accept_params
+from tests.builders.crowd import FakeMTurk, accept_params
 
 pytestmark = pytest.mark.django_db
 

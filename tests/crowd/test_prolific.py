@@ -12,7 +12,7 @@ from django.test import Client
 from annotation.models import Annotator, Answer, Assignment
 from annotation.services.qualification import qualification_create
 from campaigns.models import Campaign
-from tests.crowd.conftest import crowd_campaign
+from tests.builders.crowd import crowd_campaign
 
 pytestmark = pytest.mark.django_db
 DONE = "https://app.prolific.com/submissions/complete?cc="

@@ -1,30 +1,15 @@
 """Fixtures for generation: a small campaign, media in a temporary folder, eager Celery."""
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 
 from campaigns.models import Campaign
 from campaigns.services import campaign_create
-
-# GEP neutral with two genders and two contexts: 4 prompts x 2 samples = 8 images.
-SMALL_SPEC: dict[str, Any] = {
-    "name": "small", "kind": "gep", "seed": 7,
-    "design": {"settings": ["neutral"], "samples": 2, "contexts": ["sitting at a table", "walking in a park"]},
-    "backend": {"name": "placeholder", "width": 64, "height": 48},
-}
-
-
-def small_spec(**backend: Any) -> dict[str, Any]:
-    spec = copy.deepcopy(SMALL_SPEC)
-    if backend:
-        spec["backend"] = backend
-    return spec
+from tests.builders.campaigns import SMALL_SPEC, small_spec
 
 
 @pytest.fixture

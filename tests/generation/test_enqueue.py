@@ -25,11 +25,10 @@ from campaigns.models import Campaign
 from campaigns.services import campaign_create
 from generation import services
 from generation.models import Image
-from tests.security.test_faults import free_port, private_redis, web
-
-from .conftest import small_spec
-from .workers import Beat, Worker, broker_reset, wait_for
-from .workers import test_database_url as database_url
+from tests.builders.campaigns import small_spec
+from tests.builders.servers import free_port, private_redis, web
+from tests.builders.workers import Beat, Worker, broker_reset, wait_for
+from tests.builders.workers import test_database_url as database_url
 
 S = Image.Status
 

@@ -18,8 +18,7 @@ from campaigns.models import Campaign
 from campaigns.services import campaign_create
 from generation.backends.placeholder import placeholder_render
 from generation.models import Image
-
-from .conftest import small_spec
+from tests.builders.campaigns import small_spec
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,8 @@ from campaigns.services import campaign_create
 from generation.models import Image
 from generation.services import generation_start
 from generation.testing import tiny_pipeline_build
-
-from .conftest import small_spec
-from .workers import Worker, broker_reset, wait_for
+from tests.builders.campaigns import small_spec
+from tests.builders.workers import Worker, broker_reset, wait_for
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -13,8 +13,15 @@ from metrics.core._arrays import encode, index_in
 from metrics.extract import campaign_data
 from metrics.report import ReportOptions
 from metrics.services import report_build
-from tests.metrics.builders import annotators, answer_all, campaign_with_questions
-from tests.metrics.test_report_api import SMALL_GEP, SMALL_PST, gep_label, stereotyped
+from tests.builders.metrics import (
+    SMALL_GEP,
+    SMALL_PST,
+    annotators,
+    answer_all,
+    campaign_with_questions,
+    gep_label,
+    stereotyped,
+)
 
 
 def _arrays(data):

@@ -79,7 +79,7 @@ def test_the_cache_key_is_one_way_and_unchanged() -> None:
 @pytest.mark.django_db
 def test_the_report_command_names_a_bad_option(researcher: Any) -> None:
     from campaigns.services import campaign_create
-    from tests.metrics.builders import SMALL_PST
+    from tests.builders.metrics import SMALL_PST
 
     campaign = campaign_create(owner=researcher, spec=SMALL_PST)
     with pytest.raises(CommandError, match="n_boot"):

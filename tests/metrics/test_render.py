@@ -20,20 +20,23 @@ from metrics.options import ReportOptions
 from metrics.render import sections as section_registry
 from metrics.report import label_table
 from metrics.services import report_build, report_compare
-from tests.metrics.builders import (
+from tests.builders.metrics import (
     FORMULA,
     MARKUP,
     MATH,
+    SMALL_GEP,
+    SMALL_PST,
     annotators,
     answer_all,
     assert_names_literal,
     campaign_with_questions,
+    gep_label,
     odd_gep,
     odd_gep_label,
     odd_pst,
     odd_pst_label,
+    stereotyped,
 )
-from tests.metrics.test_report_api import SMALL_GEP, SMALL_PST, gep_label, stereotyped
 
 pytestmark = pytest.mark.django_db
 RENDER = Path(render.__file__).resolve().parent

@@ -20,18 +20,18 @@ from generation.models import Image
 from metrics.models import ReportSnapshot
 from metrics.report import ReportOptions
 from metrics.services import report_build
+from tests.builders.metrics import (
+    SMALL_GEP,
+    SMALL_PST,
+    annotators,
+    answer_all,
+    campaign_with_questions,
+    gep_label,
+    stereotyped,
+)
 from tests.conftest import token_client
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 
 pytestmark = pytest.mark.django_db
-
-def stereotyped(q: Any) -> str:
-    return "Masculine" if q.metadata["group"] == "male" else "Feminine"
-
-
-def gep_label(q: Any) -> str:
-    return "Yes" if (q.metadata["gender"], q.metadata["attribute"]) in {("woman", "dress"), ("man", "tie")} else "No"
-
 
 @pytest.fixture
 def pst_campaign(researcher: User) -> Campaign:
@@ -201,7 +201,7 @@ def test_large_reports_are_built_by_a_worker_task(api: APIClient, pst_campaign: 
 
     monkeypatch.setattr(services, "ASYNC_ANSWER_THRESHOLD", 10)
     queued: list[int] = []
-    monkeypatch.setattr(tasks.report_build_task, "delay", lambda sid: queued.append(sid))
+    monkeypatch.setattr(tasks.report_build_task, "apply_async", lambda args, **kw: queued.append(args[0]))
     with django_capture_on_commit_callbacks(execute=True):
         resp = api.get(f"/api/campaigns/{pst_campaign.pk}/report/?n_boot=20")
     assert resp.status_code == 202 and resp.json()["status"] == "building" and len(queued) == 1

@@ -19,8 +19,7 @@ from metrics.exports import report_csv_zip
 from metrics.extract import campaign_data
 from metrics.options import ReportOptions
 from metrics.services import report_build, report_get
-from tests.metrics.builders import SMALL_GEP, annotators, answer_all, campaign_with_questions
-from tests.metrics.test_report_api import gep_label
+from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 
 from metrics.report import ReportOptions
 from metrics.services import report_build
-from tests.metrics.builders import annotators, answer_all, campaign_with_questions
+from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 
 REF = Path(__file__).resolve().parent.parent / "fixtures" / "reference"
 HALF_CENT = 0.005 + 1e-9

@@ -10,8 +10,7 @@ from django.contrib.auth.models import User
 from metrics import services, tasks
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
-from tests.metrics.builders import SMALL_PST, annotators, answer_all, campaign_with_questions
-from tests.metrics.test_report_api import stereotyped
+from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions, stereotyped
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +26,7 @@ def _queued(campaign: Any, options: ReportOptions, monkeypatch: pytest.MonkeyPat
             django_capture_on_commit_callbacks: Any) -> ReportSnapshot:
     monkeypatch.setattr(services, "ASYNC_ANSWER_THRESHOLD", 10)
     queued: list[int] = []
-    monkeypatch.setattr(tasks.report_build_task, "delay", lambda sid: queued.append(sid))
+    monkeypatch.setattr(tasks.report_build_task, "apply_async", lambda args, **kw: queued.append(args[0]))
     with django_capture_on_commit_callbacks(execute=True):
         state, body = services.report_get(campaign=campaign, options=options)
     assert state == "building" and queued == [body["snapshot"]]

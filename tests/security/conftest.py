@@ -18,7 +18,7 @@ from annotation.services.qualification import qualification_create
 from campaigns.models import Campaign
 from generation.models import Image
 from generation.storage import web_key
-from tests.annotation.conftest import make_annotator, make_campaign, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, open_campaign
 from tests.conftest import make_researcher, token_client
 
 

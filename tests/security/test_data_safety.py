@@ -19,9 +19,16 @@ from annotation.services.review import answer_correct
 from campaigns.models import Campaign, Prompt
 from metrics.report import ReportOptions
 from metrics.services import report_build
+from tests.builders.metrics import (
+    SMALL_GEP,
+    SMALL_PST,
+    annotators,
+    answer_all,
+    campaign_with_questions,
+    gep_label,
+    stereotyped,
+)
 from tests.conftest import token_client
-from tests.metrics.builders import annotators, answer_all, campaign_with_questions
-from tests.metrics.test_report_api import SMALL_GEP, SMALL_PST, gep_label, stereotyped
 
 from .conftest import World
 from .test_access_matrix import endpoints

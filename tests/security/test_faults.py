@@ -28,59 +28,13 @@ from typing import Any
 
 import pytest
 import requests
-from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from annotation.models import Answer, Assignment, AssignmentItem
+from tests.builders.servers import PG_BIN, ROOT, free_port, private_redis, web
+from tests.builders.servers import db_url as _db_url
 
 from .conftest import World
-
-ROOT = Path(__file__).resolve().parents[2]
-GUNICORN = str(Path(sys.executable).parent / "gunicorn")
-PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None) if Path("/usr/lib/postgresql").exists() \
-    else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _db_url() -> str:
-    s = connection.settings_dict
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
-
-
-def _wait_http(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            requests.get(url, timeout=2)
-            return
-        except requests.RequestException:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not come up")
-
-
-@contextmanager
-def web(env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """gunicorn in its own process group (SIGKILL takes master and workers)."""
-    full = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DEBUG": "false",
-            "CONN_MAX_AGE": "60", **env}
-    log = tempfile.TemporaryFile()  # never a pipe: a full pipe would block the server's logging
-    proc = subprocess.Popen([GUNICORN, "config.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1", "--threads", "4",
-                             "--timeout", "60"], cwd=ROOT, env=full, start_new_session=True,
-                            stdout=log, stderr=log)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/")
-        yield proc
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        log.close()
 
 
 def _hit_answers(hit: dict[str, Any]) -> list[dict[str, Any]]:
@@ -122,26 +76,6 @@ def test_web_killed_mid_submit_then_retry_stores_one_submission(world: World) ->
 
 
 # --- Redis down ------------------------------------------------------------------------------------
-@contextmanager
-def private_redis(port: int) -> Iterator[None]:
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is needed (apt-get install redis-server)"
-    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_redis_down_annotation_works_and_generation_is_queued_later(world: World) -> None:
     from campaigns.services import campaign_create
@@ -211,7 +145,7 @@ def private_postgres() -> Iterator[tuple[str, int]]:
 
 SETUP = """
 from tests.conftest import make_researcher
-from tests.annotation.conftest import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
 from rest_framework.authtoken.models import Token
 import json
 x = make_researcher('xavier')

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
+from tests.builders.security import alias_bomb
+
 from .conftest import World
-from .test_request_bodies import alias_bomb
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
 BUDGET_S = float(os.environ.get("FUZZ_BUDGET_S", "150"))

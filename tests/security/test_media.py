@@ -18,7 +18,7 @@ from django.core.files.storage import default_storage
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from tests.annotation.conftest import make_annotator
+from tests.builders.campaigns import make_annotator
 
 from .conftest import World
 
@@ -132,7 +132,8 @@ def test_a_front_server_can_send_the_file(served: World, settings: Any, header: 
 def test_production_settings_serve_media_through_gunicorn(served: World, tmp_path: Path, settings: Any) -> None:
     """config.settings.production (DEBUG off, local media) behind gunicorn: the API's signed URL loads
     the image, the bare path does not, a token of the owner does."""
-    from tests.security.test_faults import _db_url, free_port, web
+    from tests.builders.servers import db_url as _db_url
+    from tests.builders.servers import free_port, web
 
     port = free_port()
     env = {"DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": "p" * 50, "ALLOWED_HOSTS": "127.0.0.1",

@@ -16,22 +16,12 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
+from tests.builders.security import alias_bomb
 from tests.conftest import GEP_MINIMAL
 
 from .conftest import World
 
 pytestmark = pytest.mark.django_db
-
-
-def alias_bomb(levels: int = 6) -> str:
-    """The "billion laughs" in YAML: each level repeats the previous one nine times by alias, so a few
-    hundred bytes stand for 9**levels strings once anything walks or prints the loaded value."""
-    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for i in range(1, levels + 1):
-        lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]")
-    lines.append(f"answers: *a{levels}")
-    lines.append(f"name: *a{levels}")
-    return "\n".join(lines) + "\n"
 
 
 def _yaml(client: Any, method: str, url: str, body: str) -> Any:

@@ -15,7 +15,7 @@ from campaigns.models import Campaign
 from campaigns.services import campaign_create
 from generation.backends.placeholder import placeholder_render
 from generation.models import Image
-from tests.generation.conftest import small_spec
+from tests.builders.campaigns import small_spec
 
 from .conftest import World
 

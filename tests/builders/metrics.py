@@ -202,3 +202,11 @@ def assert_names_literal(html: str, names: list[str], svgs: int) -> None:
         texts.update("".join(el.itertext()) for el in root.iter() if el.tag.endswith("text"))
     for name in names:
         assert any(name in t for t in texts), name
+
+
+def stereotyped(q: Any) -> str:
+    return "Masculine" if q.metadata["group"] == "male" else "Feminine"
+
+
+def gep_label(q: Any) -> str:
+    return "Yes" if (q.metadata["gender"], q.metadata["attribute"]) in {("woman", "dress"), ("man", "tie")} else "No"
