@@ -11,10 +11,8 @@ from scipy import stats
 
 from metrics.compare_sources import sources_comparison
 from metrics.extract.data import CampaignFacts
-from tests.metrics.builders import SMALL_GEP, annotators, answer_all, campaign_with_questions
-from tests.metrics.core.test_machine import TABLE_6, TABLE_6_HUMAN
-from tests.metrics.test_report_api import gep_label
-from tests.metrics.test_report_sources import machine_labels
+from tests.builders.machine import TABLE_6, TABLE_6_HUMAN, machine_labels
+from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label
 
 
 def _facts(i: int, name: str) -> CampaignFacts:

@@ -2,53 +2,21 @@
 `?source=hybrid:<labeller>`, the `auto`, `hybrid` and `clipscore` keys, bad sources, query counts."""
 from __future__ import annotations
 
-import random
-from typing import Any
-
 import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from autolabel.models import HumanSampleImage, ImageClipScore, MachineLabel
 from campaigns.models import Campaign
 from generation.models import Image
-from tests.metrics.builders import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
-from tests.metrics.test_report_api import gep_label, stereotyped
+from tests.builders.machine import gep_sources_campaign, machine_labels
+from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions, stereotyped
 
 pytestmark = pytest.mark.django_db
-
-BIG_GEP = {**SMALL_GEP, "name": "gep-sources", "design": {**SMALL_GEP["design"], "samples": 12}}
-
-
-def machine_labels(campaign: Campaign, labeller: str, truth: Any, flip: float, seed: int = 1,
-                   scores: bool = True) -> None:
-    """One label per question: the human truth, flipped with probability `flip`; a score for the
-    question's first choice that separates the two (noisily)."""
-    rng = random.Random(seed)
-    rows = []
-    for q in campaign.questions.filter(is_gold=False).order_by("id"):
-        target = truth(q)
-        choice = target if rng.random() >= flip else next(c for c in q.choices if c != target)
-        first = 1.0 if choice == q.choices[0] else 0.0
-        score = min(1.0, max(0.0, 0.6 * first + 0.4 * rng.random())) if scores else None
-        rows.append(MachineLabel(campaign=campaign, question=q, labeller=labeller, choice=choice, score=score,
-                                 model="tiny-clip"))
-    MachineLabel.objects.bulk_create(rows)
 
 
 @pytest.fixture
 def gep_campaign(researcher: User) -> Campaign:
-    campaign, questions = campaign_with_questions(researcher, BIG_GEP)
-    images = list(Image.objects.filter(campaign=campaign).order_by("id"))
-    sample = {img.pk for img in images[::3]}  # a third of the images to humans
-    answer_all(campaign, [q for q in questions if q.image_id in sample], gep_label, annotators(3))
-    HumanSampleImage.objects.bulk_create([HumanSampleImage(campaign=campaign, image_id=i, stratum="s")
-                                          for i in sorted(sample)])
-    # agreement needs human labels: the sampled images have them; the machine labels every image
-    machine_labels(campaign, "clip_cls", gep_label, flip=0.1)
-    ImageClipScore.objects.bulk_create([ImageClipScore(campaign=campaign, image=img, model="tiny-clip",
-                                                       score=0.5 + 0.01 * (k % 10)) for k, img in enumerate(images)])
-    return campaign
+    return gep_sources_campaign(researcher)
 
 
 def test_machine_source_report_has_the_auto_keys(api: APIClient, gep_campaign: Campaign) -> None:

@@ -11,13 +11,18 @@ from django.test import Client
 
 from campaigns.models import Campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
-from tests.metrics.test_report_sources import gep_campaign  # noqa: F401  (fixture)
+from tests.builders.machine import gep_sources_campaign
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
+@pytest.fixture
+def gep_campaign(researcher: User) -> Campaign:
+    return gep_sources_campaign(researcher)
+
+
 def test_report_page_shows_machine_agreement_and_the_scatter(browser: Browser, researcher: User,  # noqa: F811
-                                                             gep_campaign: Campaign, settings: Any) -> None:  # noqa: F811
+                                                             gep_campaign: Campaign, settings: Any) -> None:
     client = Client()
     client.force_login(researcher)
     b = browser

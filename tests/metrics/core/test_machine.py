@@ -7,6 +7,7 @@ from scipy import stats
 from sklearn.metrics import accuracy_score, cohen_kappa_score, matthews_corrcoef, roc_auc_score
 
 from metrics.core import machine as mc
+from tests.builders.machine import TABLE_6, TABLE_6_HUMAN
 
 CHOICES = np.array(["feminine", "masculine", "cannot identify"])
 
@@ -125,15 +126,6 @@ def test_vector_agreement_against_scipy_and_sign_rule() -> None:
     d = mc.vector_agreement({"x": 0.1, "y": -0.2, "z": None}, {"x": 0.2, "y": -0.1, "z": 0.3, "w": 1.0})
     assert d["n"] == 2 and d["mcc"] == pytest.approx(1.0) and d["kendall_tau_b"] == pytest.approx(1.0)
     assert mc.vector_agreement([1.0], [2.0])["kendall_tau_b"] is None
-
-
-# GEP Table 6: GEP_C, GEP_CC, GEP_CLS and GEP_human on (neutral, explicit) x (CogView, DALLE, Stable).
-TABLE_6 = {
-    "C": [5.15e-3, 5.06e-3, 4.80e-3, 9.81e-3, 9.76e-3, 7.08e-3],
-    "CC": [4.49e-3, 5.68e-3, 4.77e-3, 1.10e-2, 1.04e-2, 6.58e-3],
-    "CLS": [3.79e-2, 4.26e-2, 4.47e-2, 9.25e-2, 5.18e-2, 6.32e-2],
-}
-TABLE_6_HUMAN = [0.02, 0.05, 0.07, 0.18, 0.12, 0.14]
 
 
 @pytest.mark.parametrize(("method", "tau"), [("C", 0.466), ("CC", 0.733), ("CLS", 1.000)])
