@@ -111,3 +111,16 @@ def test_csv_zip_and_html_of_a_hybrid_source(api: APIClient, gep_campaign: Campa
     html = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?source=hybrid:clip_cls&n_boot=50&format=html")
     text = html.content.decode()
     assert 'id="machine-agreement"' in text and 'id="hybrid"' in text and "Human vs clip_cls GEP vector" in text
+
+
+def test_console_report_page_keeps_the_source_and_names_a_bad_one(researcher: User, gep_campaign: Campaign) -> None:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(researcher)
+    ok = client.get(f"/console/campaigns/{gep_campaign.pk}/report/?source=clip_cls&n_boot=20")
+    assert ok.status_code == 200
+    html = ok.content.decode()
+    assert 'name="source"' in html and 'value="clip_cls"' in html and 'id="machine-agreement"' in html
+    bad = client.get(f"/console/campaigns/{gep_campaign.pk}/report/?source=nosuch")
+    assert bad.status_code == 400 and "<code>source</code>" in bad.content.decode()
