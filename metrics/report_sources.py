@@ -225,7 +225,7 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         rows_m = _image_rows(data.q_image, cells, n_cells, [pm, cm], keep_h)
         rows_u = _image_rows(data.q_image, cells, n_cells, [pm, cm], keep_u)
         score = hybrid.ppi_statistic(_gep_score_rows(len(attrs), n_cells), rows_h, rows_m, rows_u,
-                                     n_boot=max(options.n_boot, 1), confidence=options.confidence, seed=seed)
+                                     n_boot=options.n_boot, confidence=options.confidence, seed=seed)
         out[setting] = {"frequencies": freqs, "vector": {a: vector[a] for a in attrs}, "score": score}
     return out
 

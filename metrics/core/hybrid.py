@@ -243,7 +243,7 @@ def ppi_statistic(estimator: Callable[[NDArray[np.float64]], float], rows: Array
     yu = np.asarray(rows_unlabeled, dtype=float)
     n, big_n = y.shape[0], yu.shape[0]
     method = METHODS["gep.score"]
-    if n < 2 or n_boot < 1:
+    if n < 2:
         return _empty(method)
     alpha = 1 - confidence
     machine_all = np.concatenate([yh, yu]) if big_n else yh
@@ -251,6 +251,14 @@ def ppi_statistic(estimator: Callable[[NDArray[np.float64]], float], rows: Array
     def safe(rows_: NDArray[np.float64]) -> float:
         value = float(estimator(rows_))
         return value if np.isfinite(value) else np.nan
+
+    if n_boot < 1:  # point estimates only (the report's n_boot=0)
+        with _seeded(seed), warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lam0 = _ppboot_lambda(safe, y, yh, yu) if big_n >= 2 else 0.0
+        est0 = lam0 * safe(yu) + safe(y) - lam0 * safe(yh) if big_n >= 2 else safe(y)
+        return _result(method, est0, (None, None), lam0, n, big_n, (safe(y), (None, None)),
+                       (safe(machine_all), (None, None)), machine_all.shape[0])
 
     with _seeded(seed), warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)

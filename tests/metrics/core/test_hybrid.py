@@ -82,3 +82,13 @@ def test_gep_score_prediction_powered_bootstrap_covers() -> None:
     assert hy["coverage"] >= 0.88, res
     assert ma["coverage"] < 0.6 and abs(ma["bias"]) > 4 * abs(hy["bias"]), res
     assert hy["mean_width"] < res["human_only"]["mean_width"], res
+
+
+def test_no_bootstrap_gives_point_estimates_only() -> None:
+    full, _ = sim.run_gep_score(5, n_images=120, n_human=40, n_boot=200)
+    rng = np.random.default_rng(0)
+    rows = rng.random((60, 4))
+    r = hybrid.ppi_statistic(lambda x: float(x.mean()), rows[:20], rows[:20] * 0.9, rows[20:], n_boot=0, seed=1)
+    assert r["ci"] == [None, None] and r["estimate"] is not None
+    assert r["human_only"]["estimate"] == pytest.approx(rows[:20].mean())
+    assert full["ci"][0] is not None
