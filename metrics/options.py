@@ -4,7 +4,7 @@
 The flow is one way: edge -> `ReportOptions` -> extract -> report -> render. Nothing downstream parses
 strings again; a worker building a snapshot reads `ReportOptions.from_dict(snapshot.options)`.
 
-Adding an option (e.g. `source`: "human", a machine labeller's name, or "hybrid:<labeller>"):
+Adding an option (as `source` was: "human", a machine labeller's name, or "hybrid:<labeller>"):
 1. a field with a default here, and its check in `_check` (one message per bad value);
 2. its query-parameter parsing in `from_params` (`PARAMS` lists the names the edges accept);
 3. the code that uses it (extract for where labels come from, report for what is computed).
