@@ -29,5 +29,6 @@ def answer_to_choice(answer: str, choices: list[str]) -> str | None:
         yes, no = "yes" in words, "no" in words or "not" in words
         if yes != no:
             return lowered["yes" if yes else "no"]
-    hits = [c for c in choices if c.lower() in text]  # a choice named inside a longer answer, when only one is
+    # A choice named (as whole words) inside a longer answer, when only one is.
+    hits = [c for c in choices if re.search(rf"\b{re.escape(c.lower())}\b", text)]
     return hits[0] if len(hits) == 1 else None

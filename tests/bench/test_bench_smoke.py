@@ -96,3 +96,13 @@ def test_ppi_coverage_smoke(tmp_path: Path) -> None:
     for scenario in result.values():
         assert {"hybrid", "human_only", "machine_only"} <= set(scenario)
         assert 0 <= scenario["hybrid"]["coverage"] <= 1 and scenario["hybrid"]["mean_width"] > 0
+
+
+def test_autolabel_embedding_bench_smoke() -> None:
+    """bench/autolabel.py with the tiny CLIP: one row per batch size, images/s measured."""
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "autolabel.py"), "--images", "8", "--size", "64",
+                          "--batch-sizes", "1,4"], capture_output=True, text=True, cwd=ROOT, timeout=240,
+                         env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [r["batch"] for r in rows] == [1, 4] and all(r["images_per_s"] > 0 and r["images"] == 8 for r in rows)

@@ -65,6 +65,10 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "generation:generate-retry-failed": {"post": OWNER},
     "generation:campaign-images": {"get": OWNER},
     "generation:images-import": {"post": OWNER},
+    "autolabel:autolabel": {"post": OWNER},
+    "autolabel:autolabel-cancel": {"post": OWNER},
+    "autolabel:machine-labels": {"get": OWNER},
+    "autolabel:machine-labels-import": {"post": OWNER},
     "generation:image-exclude": {"post": OWNER},
     "generation:image-include": {"post": OWNER},
     # annotation: researcher side
