@@ -46,7 +46,7 @@ ACTIONS = {
     "close": "Close annotation",
 }
 IMAGES_PER_PAGE = 48
-REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot")
+REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "source")
 
 
 def _errors(exc: ApplicationError) -> list[tuple[str, str]]:
@@ -241,7 +241,11 @@ def report_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     ctx: dict[str, Any] = {"campaign": campaign, "nav": "campaigns", "params": params, "errors": errors, "query": query,
                            "state": "error" if errors else "", "report": None}
     if options is not None:
-        state, report = report_get(campaign=campaign, options=options)
+        try:
+            state, report = report_get(campaign=campaign, options=options)
+        except ApplicationError as exc:  # e.g. a source whose labeller has no labels on this campaign
+            ctx.update(errors=_errors(exc), state="error")
+            return render(request, "console/report.html", ctx, status=400)
         ctx["state"] = state
         if state == "ready":
             ctx.update(report_page(report))  # the same sections, rows and charts as the HTML report

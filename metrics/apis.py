@@ -29,6 +29,7 @@ OPTION_PARAMS = [
     OpenApiParameter("aggregation", str, enum=["majority", "dawid_skene"]),
     OpenApiParameter("n_boot", int), OpenApiParameter("n_perm", int), OpenApiParameter("seed", int),
     OpenApiParameter("confidence", float), OpenApiParameter("exclude_blocked", bool),
+    OpenApiParameter("source", str, description="human (default), a machine labeller's name, or hybrid:<labeller>"),
 ]
 
 
@@ -85,7 +86,10 @@ class ReportCompareApi(APIView):
     @extend_schema(parameters=[OpenApiParameter("campaigns", str), OpenApiParameter("campaign", int),
                                OpenApiParameter("settings", str, description="two settings of one campaign: A,B"),
                                OpenApiParameter("test", str, enum=["none", "permutation"]),
-                               OpenApiParameter("draws", int), *OPTION_PARAMS],
+                               OpenApiParameter("draws", int),
+                               OpenApiParameter("source", str, description="one source, or several comma-separated "
+                                                "(each compared with human by Kendall tau-b, GEP Table 6)"),
+                               *OPTION_PARAMS],
                    responses={200: dict})
     def get(self, request: Request) -> Any:
         compare = CompareOptions.from_params(request.query_params)

@@ -87,11 +87,13 @@ def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOp
     return payload
 
 
-def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: CompareOptions) -> dict[str, Any]:
+def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: CompareOptions,
+                sources: list[str] | None = None) -> dict[str, Any]:
     """The comparison of `campaigns` (one kind): side-by-side rows, the pooled agreement (two or more
     campaigns) and, with `compare.test`, the significance of every pairwise difference. With
     `compare.settings`: two settings of the one campaign given. While a worker builds the tests the
-    result is `{"status": "building", "progress", "snapshot"}` (the API answers 202)."""
+    result is `{"status": "building", "progress", "snapshot"}` (the API answers 202). `sources`: further
+    label sources compared with the human one (Kendall tau-b, GEP Table 6: metrics.compare_sources)."""
     if compare.settings:
         if len(campaigns) != 1:
             raise ApplicationError("A settings comparison takes one campaign: campaign=ID&settings=A,B.",
@@ -110,7 +112,7 @@ def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: C
             raise ApplicationError("Significance tests need at least two campaigns (or campaign=ID&settings=A,B).",
                                    errors={"campaigns": ["give two or more campaign ids"]})
         compare_kind([CampaignFacts.of(c) for c in campaigns])
-        result = report_compare(campaigns=campaigns, options=options)
+        result = report_compare(campaigns=campaigns, options=options, sources=sources)
         result["mode"] = "campaigns"
         if len(campaigns) < 2:
             return result

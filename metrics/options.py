@@ -4,7 +4,7 @@
 The flow is one way: edge -> `ReportOptions` -> extract -> report -> render. Nothing downstream parses
 strings again; a worker building a snapshot reads `ReportOptions.from_dict(snapshot.options)`.
 
-Adding an option (e.g. `source`: "human", a machine labeller's name, or "hybrid:<labeller>"):
+Adding an option (as `source` was: "human", a machine labeller's name, or "hybrid:<labeller>"):
 1. a field with a default here, and its check in `_check` (one message per bad value);
 2. its query-parameter parsing in `from_params` (`PARAMS` lists the names the edges accept);
 3. the code that uses it (extract for where labels come from, report for what is computed).
@@ -14,6 +14,7 @@ key (`key()`) changes with the new field, so old snapshots are simply not found 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -26,8 +27,10 @@ MAX_DRAWS = 10_000
 MAX_SEED = 2**31 - 1
 # Query parameters the edges accept (the API documents them; `format` is the edge's own).
 PARAMS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "seed", "confidence", "exclude_blocked",
-          "min_group")
+          "min_group", "source")
 MIN_GROUP = (2, 1000)  # annotators per reported demographic group (the `annotators` section)
+# `source`: "human" (the human majority), a machine labeller's name, or "hybrid:<labeller>".
+LABELLER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 
 
 def _check(name: str, value: Any) -> str | None:
@@ -54,6 +57,11 @@ def _check(name: str, value: Any) -> str | None:
         return None if isinstance(value, bool) else "must be true or false"
     if name == "min_group":
         return integer(*MIN_GROUP)
+    if name == "source":
+        labeller = value[len("hybrid:"):] if isinstance(value, str) and value.startswith("hybrid:") else value
+        ok = value == "human" or (isinstance(labeller, str) and LABELLER_NAME.match(labeller) is not None
+                                  and labeller != "human")
+        return None if ok else "must be human, a machine labeller's name, or hybrid:<labeller>"
     return "unknown option"
 
 
@@ -76,6 +84,7 @@ class ReportOptions:
     exclude_blocked: bool = True
     n_perm: int = 1000
     min_group: int = 5  # smaller demographic groups are merged into "other" (metrics/annotators.py)
+    source: str = "human"
 
     def __post_init__(self) -> None:
         errors = {f.name: [msg] for f in fields(self) if (msg := _check(f.name, getattr(self, f.name))) is not None}
@@ -124,6 +133,19 @@ class ReportOptions:
             _raise({name: ["unknown option"] for name in unknown})
         return cls(**data)
 
+    @property
+    def labeller(self) -> str | None:
+        """The machine labeller the source names (None for human)."""
+        if self.source == "human":
+            return None
+        return self.source[len("hybrid:"):] if self.source.startswith("hybrid:") else self.source
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.source.startswith("hybrid:")
+
     def key(self) -> str:
         """The snapshot cache key: one way (options -> key), never parsed back."""
-        return "|".join(f"{k}={v}" for k, v in sorted(self.to_dict().items()))
+        # `source=human` (the default) is left out: snapshots stored before the option stay found.
+        items = {k: v for k, v in self.to_dict().items() if not (k == "source" and v == "human")}
+        return "|".join(f"{k}={v}" for k, v in sorted(items.items()))

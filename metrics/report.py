@@ -303,10 +303,17 @@ def register_section(key: str, builder: SectionBuilder) -> SectionBuilder:
 
 
 # ------------------------------------------------------------------------------ whole report
-def report_from_data(data: CampaignData, options: ReportOptions) -> dict[str, Any]:
+def report_seed(data: CampaignData, options: ReportOptions) -> int:
+    return options.seed if options.seed is not None else int(data.campaign.seed) & 0x7FFFFFFF
+
+
+def report_from_data(data: CampaignData, options: ReportOptions,
+                     labels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
+    """The report of the data; `labels` (label per question, is_tie per question) replaces the human
+    majority (a machine labeller's labels for `?source=<labeller>`, metrics/report_sources.py)."""
     campaign = data.campaign
-    seed = options.seed if options.seed is not None else int(campaign.seed) & 0x7FFFFFFF
-    labels, ties = question_labels(data, options)
+    seed = report_seed(data, options)
+    labels, ties = question_labels(data, options) if labels is None else labels
     backend = campaign.spec.get("backend") or {}
     report: dict[str, Any] = {
         "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,

@@ -7,6 +7,7 @@ built report and never reads the database.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -17,10 +18,13 @@ from campaigns.models import Campaign
 from common.tasks import task_send
 
 from .compare import compare_from_reports, compare_kind
+from .compare_sources import sources_comparison
 from .extract import CampaignFacts, campaign_data, campaign_data_version
+from .extract.machine import machine_data, machine_data_version
 from .models import ReportSnapshot
 from .options import ReportOptions
-from .report import redundancy_section, report_from_data
+from .report import redundancy_section
+from .report_sources import source_report
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -29,7 +33,8 @@ ASYNC_ANSWER_THRESHOLD = 300_000
 def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any]:
     """Build the report now (no cache)."""
     data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
-    report = report_from_data(data, options)
+    mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
+    report = source_report(data, mdata, options)
     report.update(redundancy_section(campaign))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
@@ -39,6 +44,8 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed; or ("building", progress) when a worker builds it (large campaigns)."""
     version = campaign_data_version(campaign)
+    if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
+        version += "|" + machine_data_version(campaign, options.labeller)
     key = options.key()
     snap = ReportSnapshot.objects.filter(campaign=campaign, options_key=key, data_version=version).first()
     if snap and snap.status == ReportSnapshot.Status.READY:
@@ -97,11 +104,25 @@ def report_build_snapshot(*, snapshot_id: int) -> None:
                                                      build_seconds=time.monotonic() - started)
 
 
-def report_compare(*, campaigns: list[Campaign], options: ReportOptions) -> dict[str, Any]:
+def report_compare(*, campaigns: list[Campaign], options: ReportOptions,
+                   sources: list[str] | None = None) -> dict[str, Any]:
     """Headline figures of campaigns of one kind side by side (like GEP Table 3); each report from its
-    snapshot, built now when missing (never queued: the comparison needs them all)."""
+    snapshot, built now when missing (never queued: the comparison needs them all). With `sources`
+    (label sources besides the human one: labellers, `hybrid:<labeller>`), also `sources`: each
+    source's score per campaign and setting and its Kendall tau-b with the human scores (GEP Table 6)."""
     facts = [CampaignFacts.of(c) for c in campaigns]
-    compare_kind(facts)  # mixed kinds are refused before any report is built
-    entries = [(f, report_get(campaign=c, options=options, allow_async=False)[1])
-               for f, c in zip(facts, campaigns, strict=True)]
-    return compare_from_reports(entries)
+    kind = compare_kind(facts)  # mixed kinds are refused before any report is built
+
+    def reports(opts: ReportOptions) -> list[dict[str, Any]]:
+        return [report_get(campaign=c, options=opts, allow_async=False)[1] for c in campaigns]
+
+    by_source = {options.source: reports(options)}
+    result = compare_from_reports(list(zip(facts, by_source[options.source], strict=True)))
+    wanted = list(dict.fromkeys(["human", options.source, *(sources or [])]))
+    if len(wanted) > 1:
+        for s in wanted:
+            if s not in by_source:
+                by_source[s] = reports(dataclasses.replace(options, source=s))
+        result["source"] = options.source
+        result["sources"] = sources_comparison(kind, facts, {s: by_source[s] for s in wanted})
+    return result

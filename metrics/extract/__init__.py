@@ -13,10 +13,9 @@ the index of its choice in `choices`, so every metric works on small integer arr
 `table=True` the data also carries every stored answer with its question (what answers.csv holds),
 so an export reads the database once.
 
-Labels from elsewhere (planned `ReportOptions.source`: a machine labeller's table, or a hybrid of
-human and machine labels) are one more reader pair returning columns like `AnswerColumns` (the
-labeller as a pseudo-annotator, its label as the choice), chosen in `_campaign_data` by the option
-and assembled by the same pure `assemble`; the report and its rendering need no change for that.
+Labels from elsewhere (`ReportOptions.source`: a machine labeller, or `hybrid:<labeller>`) are read
+by `metrics/extract/machine.py` into a `MachineData` aligned with these question arrays (three
+queries, made only for such a source); `metrics/report_sources.py` computes from both.
 """
 from __future__ import annotations
 

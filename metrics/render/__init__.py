@@ -13,11 +13,12 @@ from .sections import SectionRenderer, Table, register, renderers, sections_of
 from .sections.agreement import agreement_rows
 from .sections.amplification import amplification_rows
 from .sections.annotators import annotator_group_rows, annotator_test_rows
+from .sections.auto import auto_rows, hybrid_rows
 from .sections.gep import gep_context_rows, gep_frequency_rows, gep_rows
 from .sections.pst import pst_identity_rows, pst_rows
 from .sections.redundancy import redundancy_rows
 from .tables import answers_csv_write, labels_csv, report_csv_zip
 
-__all__ = ["SectionRenderer", "Table", "agreement_rows", "amplification_rows", "annotator_group_rows", "annotator_test_rows", "answers_csv_write", "compare_page", "gep_context_rows",
+__all__ = ["SectionRenderer", "Table", "agreement_rows", "amplification_rows", "annotator_group_rows", "annotator_test_rows", "answers_csv_write", "auto_rows", "hybrid_rows", "compare_page", "gep_context_rows",
            "gep_frequency_rows", "gep_rows", "labels_csv", "pst_identity_rows", "pst_rows", "redundancy_rows", "register",
            "renderers", "report_csv_zip", "report_html", "report_page", "sections_of"]

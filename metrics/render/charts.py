@@ -142,3 +142,21 @@ def comparison_chart(rows: list[dict[str, Any]], metric: str, ylabel: str) -> st
     ax.set_ylabel(ylabel)
     ax.tick_params(axis="x", rotation=30)
     return _svg(fig)
+
+
+@_styled
+def vector_scatter(human: dict[str, Any], machine: dict[str, Any], who: str, setting: str) -> str | None:
+    """Human GEP vector (x) against a machine's (y), one point per attribute (GEP Fig. 5)."""
+    pts = [(human[k], machine[k], k) for k in human if _ok(human.get(k)) and _ok(machine.get(k))]
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(4.8, 4.2))
+    ax.scatter([p[0] for p in pts], [p[1] for p in pts], color="#1f6fb2")
+    for x, y, name in pts:
+        ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.axhline(0, color="#888", linewidth=0.6)
+    ax.axvline(0, color="#888", linewidth=0.6)
+    ax.set_xlabel("GEP vector, human labels")
+    ax.set_ylabel(f"GEP vector, {who}")
+    ax.set_title(f"Human vs machine, {setting}")
+    return _svg(fig)

@@ -87,6 +87,17 @@ def test_profile_hit_smoke(bench_database_url: str) -> None:
     assert len(timed) == 7, text[-2000:]  # the token lookup and the six engine statements
 
 
+def test_ppi_coverage_smoke(tmp_path: Path) -> None:
+    """No database: the simulation alone, a few runs per scenario, its JSON complete."""
+    out = tmp_path / "ppi.json"
+    run("ppi_coverage.py", "--runs", "5", "--score-runs", "2", "--json", str(out), url="", ok_line=False)
+    result = json.loads(out.read_text())
+    assert set(result) == {"frequency", "vector", "sts", "gep_score"}
+    for scenario in result.values():
+        assert {"hybrid", "human_only", "machine_only"} <= set(scenario)
+        assert 0 <= scenario["hybrid"]["coverage"] <= 1 and scenario["hybrid"]["mean_width"] > 0
+
+
 def test_autolabel_embedding_bench_smoke() -> None:
     """bench/autolabel.py with the tiny CLIP: one row per batch size, images/s measured."""
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "autolabel.py"), "--images", "8", "--size", "64",

@@ -56,7 +56,7 @@ def test_stored_as_data_and_read_back() -> None:
     stored = json.loads(json.dumps(options.to_dict()))
     assert stored == {"treatment": "excluded", "gep_tie_policy": "absent", "aggregation": "majority", "n_boot": 0,
                       "confidence": 0.9, "seed": 11, "exclude_blocked": True, "n_perm": 1000,
-                      "min_group": 5}
+                      "min_group": 5, "source": "human"}
     assert ReportOptions.from_dict(stored) == options
     # An option added after a snapshot was stored takes its default; unknown or bad data is refused.
     assert ReportOptions.from_dict({"n_boot": 5}) == ReportOptions(n_boot=5)
@@ -71,8 +71,10 @@ def test_stored_as_data_and_read_back() -> None:
 def test_the_cache_key_is_one_way_and_unchanged() -> None:
     assert ReportOptions().key() == DEFAULT_KEY  # the format is unchanged; nothing parses it back
     keys = {ReportOptions(**kw).key() for kw in ({}, {"n_boot": 10}, {"seed": 1}, {"treatment": "excluded"},
-                                                 {"exclude_blocked": False})}
-    assert len(keys) == 5
+                                                 {"exclude_blocked": False}, {"source": "clip"},
+                                                 {"source": "hybrid:clip"})}
+    assert len(keys) == 7
+    assert ReportOptions(source="human").key() == DEFAULT_KEY
 
 
 @pytest.mark.django_db
@@ -83,3 +85,14 @@ def test_the_report_command_names_a_bad_option(researcher: Any) -> None:
     campaign = campaign_create(owner=researcher, spec=SMALL_PST)
     with pytest.raises(CommandError, match="n_boot"):
         call_command("report", str(campaign.pk), "--n-boot", "-5")
+
+
+def test_source_is_parsed_and_named_when_bad() -> None:
+    assert ReportOptions.from_params({"source": "clip_cls"}).labeller == "clip_cls"
+    hybrid = ReportOptions.from_params({"source": "hybrid:clip_cls"})
+    assert hybrid.labeller == "clip_cls" and hybrid.is_hybrid
+    assert ReportOptions().labeller is None and not ReportOptions().is_hybrid
+    for bad in ("Clip Cls", "hybrid:", "hybrid:human", "hybrid:hybrid:x", "x" * 70, "../etc"):
+        with pytest.raises(ApplicationError) as err:
+            ReportOptions.from_params({"source": bad})
+        assert set(err.value.errors) == {"source"}, bad

@@ -101,3 +101,36 @@ def test_report_get_and_the_csv_export_run_an_exact_number_of_queries(researcher
         assert len(cached) == 5 and state == "ready"
         assert len(built) == 5 + 1 + extract + 4 + 1, built
         assert len(exported) == extract  # one extraction, answers.csv included
+
+
+@pytest.mark.parametrize("source", ["clip_cls", "hybrid:clip_cls"])
+def test_a_machine_source_adds_an_exact_number_of_queries(researcher: User, source: str) -> None:
+    """A machine or hybrid source reads three more things (the labeller's labels, the human sample,
+    the CLIPScores: `metrics/extract/machine.py`) and adds three aggregates of them to the data version
+    (which also checks the labeller has labels); the human report reads none of them (counted above).
+    New machine labels change the version: the report is rebuilt."""
+    if connection.vendor != "postgresql":
+        pytest.skip("counted on PostgreSQL; CI runs it there")
+    from autolabel.models import MachineLabel
+
+    extract = sum(EXTRACT["fast"])
+    for raters in (3, 9):
+        campaign = _campaign(researcher, raters)
+        MachineLabel.objects.bulk_create([MachineLabel(campaign=campaign, question=q, labeller="clip_cls",
+                                                       choice=q.choices[0], score=0.7)
+                                          for q in campaign.questions.filter(is_gold=False)])
+        options = ReportOptions(n_boot=10, source=source)
+        with fastpath.forced("report_extract", True), fastpath.forced("answers_csv", True):
+            with statements() as built:
+                report_build(campaign=campaign, options=options)
+            with statements() as got:
+                report_get(campaign=campaign, options=options)
+            with statements() as cached:
+                state, _ = report_get(campaign=campaign, options=options)
+        assert len(built) == extract + 3, built
+        assert len(cached) == 3 + 5 and state == "ready", cached
+        assert len(got) == 3 + 5 + 1 + extract + 3 + 4 + 1, got
+        MachineLabel.objects.filter(campaign=campaign).first().delete()
+        with fastpath.forced("report_extract", True), fastpath.forced("answers_csv", True), statements() as again:
+            report_get(campaign=campaign, options=options)
+        assert len(again) == len(got), again  # rebuilt: the machine labels changed

@@ -26,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--aggregation", choices=AGGREGATIONS)
         parser.add_argument("--n-boot", type=int)
         parser.add_argument("--seed", type=int)
+        parser.add_argument("--source", help="human (default), a machine labeller's name, or hybrid:<labeller>")
 
     def handle(self, *args: Any, **options: Any) -> None:
         campaign = Campaign.objects.filter(pk=options["id"], deleted_at__isnull=True).first()
@@ -41,7 +42,8 @@ class Command(BaseCommand):
             return
         params = {k: str(options[a]) for k, a in (("treatment", "treatment"), ("gep_tie_policy", "gep_tie_policy"),
                                                    ("aggregation", "aggregation"), ("n_boot", "n_boot"),
-                                                   ("seed", "seed")) if options.get(a) is not None}
+                                                   ("seed", "seed"), ("source", "source"))
+                  if options.get(a) is not None}
         try:
             opts = ReportOptions.from_params(params)
             _, report = report_get(campaign=campaign, options=opts, allow_async=False)

@@ -1,0 +1,84 @@
+"""Machine labels for a report's `source` (a labeller, or `hybrid:<labeller>`), read once through the
+autolabel app's public selectors and aligned with the question arrays of `CampaignData`.
+
+Three queries, made only for a machine or hybrid source (the human report reads none of this):
+the labeller's labels (`machine_label_arrays`), the recorded human sample (`human_sample_image_ids`)
+and the CLIPScores (`clipscore_rows`). A source whose labeller has no label on the campaign is a 400
+naming `source` (checked by `machine_data_version`, whose three aggregates join the snapshot's data
+version, so new machine labels, a new human sample or new CLIPScores rebuild the report).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.db.models import Count, Max
+
+from autolabel.models import HumanSampleImage, ImageClipScore, MachineLabel
+from autolabel.selectors import clipscore_rows, human_sample_image_ids, machine_label_arrays, machine_labellers
+from common.errors import ApplicationError
+
+from .data import CampaignData
+
+__all__ = ["MachineData", "machine_data", "machine_data_version"]
+
+
+@dataclass
+class MachineData:
+    """One labeller's labels aligned with `CampaignData.q_id` ('' / NaN where it gave none)."""
+
+    labeller: str
+    choice: np.ndarray     # str
+    score: np.ndarray      # float: the labeller's score for the question's first choice, NaN if none
+    positive: np.ndarray   # str: the question's first choice ("Yes", "Feminine"), '' if unknown
+    model: str             # the model named by most labels (provenance)
+    sampled: np.ndarray    # bool: the question's image is in the recorded human sample
+    sample_active: bool    # the campaign has a recorded human sample
+    clipscore: list[dict[str, Any]]
+
+
+def machine_data_version(campaign: Any, labeller: str) -> str:
+    """Changes whenever what a machine or hybrid report reads besides the human data changes (the
+    labeller's labels, the human sample, the CLIPScores): part of the snapshot's data version. A
+    labeller without any label on the campaign is a 400 naming `source`. Three queries (four on the
+    error path, which lists the campaign's labellers)."""
+    labels = MachineLabel.objects.filter(campaign=campaign, labeller=labeller).aggregate(
+        n=Count("id"), last=Max("id"), changed=Max("created_at"))
+    if not labels["n"]:
+        names = machine_labellers(campaign)
+        known = ", ".join(names) if names else "none"
+        raise ApplicationError(f"Invalid report parameter source: no labels from {labeller!r} on this campaign",
+                               errors={"source": [f"no machine labels from {labeller!r} (labellers: {known})"]})
+    sample = HumanSampleImage.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
+    clip = ImageClipScore.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
+    parts = [labels["n"], labels["last"], labels["changed"], sample["n"], sample["last"], clip["n"], clip["last"]]
+    return "|".join(str(p) for p in parts)
+
+
+def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineData:
+    rows = machine_label_arrays(campaign, labeller)
+    n = data.q_id.size
+    choice = np.full(n, "", dtype=object)
+    score = np.full(n, np.nan)
+    positive = np.full(n, "", dtype=object)
+    models: dict[str, int] = {}
+    if rows:
+        qids = np.fromiter((r["question"] for r in rows), np.int64, len(rows))
+        at = np.searchsorted(data.q_id, qids)
+        at = np.minimum(at, max(n - 1, 0))
+        found = (data.q_id[at] == qids) if n else np.zeros(len(rows), dtype=bool)
+        for r, i, ok in zip(rows, at.tolist(), found.tolist(), strict=True):
+            if not ok:  # a question the report leaves out (excluded image, gold)
+                continue
+            choice[i] = r["choice"]
+            if r["score"] is not None:
+                score[i] = float(r["score"])
+            positive[i] = (r["choices"] or [""])[0]
+            model = r.get("model") or ""
+            models[model] = models.get(model, 0) + 1
+    sample = human_sample_image_ids(campaign)
+    sampled = np.isin(data.q_image, np.fromiter(sample, np.int64, len(sample)))
+    return MachineData(labeller=labeller, choice=choice.astype(str), score=score, positive=positive.astype(str),
+                       model=max(models, key=lambda k: models[k]) if models else "", sampled=sampled,
+                       sample_active=bool(sample), clipscore=clipscore_rows(campaign))
