@@ -5,7 +5,7 @@ A scoped token is `s1.` + a `django.core.signing` value holding the user id and 
 signed with SECRET_KEY (salt below) and timestamped: it expires after `CROWD_TOKEN_TTL_S` seconds
 (default 4 h). Nothing is stored; rotating SECRET_KEY revokes every one. `annotation.authentication.
 TokenAuthentication` accepts it only on the annotation endpoints of its campaign
-(`SCOPED_ENDPOINTS`: task, consent, qualifications, next HIT, the MTurk assignment, and the HIT
+(`SCOPED_ENDPOINTS`: task, consent, qualifications, demographics, next HIT, the MTurk assignment, and the HIT
 heartbeat / submit / return / qualification attempt when that HIT or test belongs to the campaign);
 anywhere else it is a 403.
 """
@@ -26,6 +26,7 @@ SCOPED_ENDPOINTS: dict[str, str] = {
     "annotation:campaign-task": "campaign_id",
     "annotation:campaign-consent": "campaign_id",
     "annotation:campaign-qualifications": "campaign_id",
+    "annotation:campaign-demographics": "campaign_id",  # the task page's optional "About you" form
     "annotation:assignment-next": "campaign_id",
     "crowd:mturk-assignment": "campaign_id",
     "annotation:assignment-heartbeat": "assignment_id",
@@ -34,6 +35,9 @@ SCOPED_ENDPOINTS: dict[str, str] = {
     "annotation:qualification-attempts": "qualification_id",
     "crowd:mturk-qualification-attempts": "qualification_id",
 }
+# The caller's own data, tied to no campaign: withdrawing demographics from the task page (erases
+# only the caller's demographics; a crowd-link account has no other way in).
+OWN_DATA_ENDPOINTS = {"annotation:annotator-demographics", "annotation:annotator-demographics-withdraw"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,8 @@ def scoped_token_allows(token: ScopedToken, request: Any) -> None:
     if match is None:
         raise refused
     name = ":".join([*match.app_names[-1:], match.url_name or ""])
+    if name in OWN_DATA_ENDPOINTS:
+        return
     argument = SCOPED_ENDPOINTS.get(name)
     value = match.kwargs.get(argument) if argument else None
     if value is None:

@@ -16,6 +16,7 @@ from common.permissions import IsResearcher
 
 from .compare_options import CompareOptions
 from .compare_services import compare_get
+from .compare_sources import compare_source_options
 from .dataset import dataset_tempfile
 from .exports import report_csv_zip, report_html
 from .options import ReportOptions
@@ -104,8 +105,8 @@ class ReportCompareApi(APIView):
             raise ApplicationError(f"Give {field}=ID" + (",ID,..." if field == "campaigns" else ""),
                                    errors={field: ["required"]})
         campaigns = [campaign_get(user=request.user, campaign_id=i) for i in dict.fromkeys(ids)]
-        result = compare_get(campaigns=campaigns, options=ReportOptions.from_params(request.query_params),
-                             compare=compare)
+        options, sources = compare_source_options(request.query_params)
+        result = compare_get(campaigns=campaigns, options=options, compare=compare, sources=sources)
         if result.get("status") == "building":  # a worker builds the tests (COMPARE_INLINE_MAX_WORK)
             return Response(result, status=status.HTTP_202_ACCEPTED)
         fmt = request.query_params.get("format", "json")

@@ -161,7 +161,6 @@ def test_the_cycle_check_sees_circles_through_a_package_init() -> None:
 TEST_HELPER_HOMES = ("tests.builders", "tests.browser", "tests.conftest")
 # Named exceptions: test module -> the test module it still takes helpers from, with the reason.
 TEST_IMPORT_EXCEPTIONS: dict[str, str] = {
-    "tests.crowd.test_mturk_browser": "tests.annotation.test_browser",  # the HIT page walk, shared by both pages
     # The security suite's contract tables, each walked by a second test of the same suite.
     "tests.security.test_csp_browser": "tests.security.test_csp",  # page_urls: every kind of HTML page
     "tests.security.test_data_safety": "tests.security.test_access_matrix",  # endpoints: the access matrix

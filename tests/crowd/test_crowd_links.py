@@ -103,6 +103,10 @@ def test_the_page_token_is_short_lived_and_scoped_to_its_campaign(campaign: Camp
     assert api.get("/api/annotators/me/").status_code == 403
     assert api.patch("/api/annotators/me/", {"demographics": {}}, format="json").status_code == 403
     assert api.get("/api/campaigns/").status_code == 403
+    # The task page's optional demographics form of this campaign (and withdrawing one's own): allowed.
+    assert api.get(f"/api/campaigns/{campaign.pk}/demographics/").status_code != 403
+    assert api.get(f"/api/campaigns/{other.pk}/demographics/").status_code == 403
+    assert api.post("/api/annotators/me/demographics/withdraw/").status_code != 403
     # A HIT of the other campaign (same account, through a page of that campaign) cannot be submitted with it.
     other_api = _api(_page_token(Client().get(f"/mturk/{other.pk}/", accept_params(assignment="3ASSIGN7"))))
     other_api.post(f"/api/campaigns/{other.pk}/consent/", {"consent": True}, format="json")

@@ -16,9 +16,9 @@ from selenium.webdriver.common.keys import Keys
 
 from annotation.models import Annotator, Answer, Assignment, Enrollment, QualificationAttempt
 from crowd.models import MTurkQualificationType
-from tests.annotation.test_browser import _answer_hit_with_keyboard, _open_campaign, _wait_question
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
 from tests.builders.crowd import FakeMTurk
+from tests.builders.hit_page import _answer_hit_with_keyboard, _open_campaign, _wait_question
 from tests.builders.taskpage import assert_fits
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

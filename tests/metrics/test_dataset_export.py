@@ -17,9 +17,11 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotation.models import Answer, Enrollment
+from autolabel.models import MachineLabel
 from generation.models import Image
 from metrics.options import ReportOptions
 from metrics.services import report_build
+from tests.builders.machine import machine_labels
 from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 from tests.conftest import token_client
 
@@ -70,13 +72,17 @@ def test_pst_dataset_loads_back_and_gives_the_reports_score(api: APIClient, rese
                           corrects=first)
     Image.objects.filter(pk=questions[-1].image_id).update(excluded=True)
     report = report_build(campaign=campaign, options=ReportOptions())
+    machine_labels(campaign, "clip_gender", stereotyped, flip=0.2)
 
     z = _zip(api, campaign.pk)
     names = set(z.namelist())
     assert {"README.md", "spec.json", "report.json", "data/answers.parquet", "data/questions.parquet",
             "data/images.parquet"} <= names
-    assert "data/machine_labels.parquet" not in names  # no autolabel app installed here
     z.extractall(tmp_path)
+    machine = pd.read_parquet(tmp_path / "data" / "machine_labels.parquet")  # the autolabel app's labels
+    stored = MachineLabel.objects.filter(question__campaign=campaign)
+    assert len(machine) == stored.count() > 0 and set(machine["labeller"]) == {"clip_gender"}
+    assert sorted(machine["question_id"]) == sorted(stored.values_list("question_id", flat=True))
     answers = pd.read_parquet(tmp_path / "data" / "answers.parquet")
     assert len(answers) == Answer.objects.filter(campaign=campaign).count()
     assert answers.counted.sum() == report["counts"]["answers"]
