@@ -109,7 +109,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
     answers_of = data.demographics
     settings, metrics = _metric_names(data)
     metric_keys = [*metrics, "krippendorff_alpha"]
-    stat = _statistic(data, options, settings)
+    stat = None  # built on the first permutation test (no named groups: no tests, no cost)
     out: dict[str, Any] = {
         "min_group": options.min_group, "annotators": int(present.size),
         "reported": int(sum(1 for a in present.tolist() if answers_of.get(a))),
@@ -134,6 +134,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
         tests: list[dict[str, Any]] = []
         if options.n_perm > 0:
             for a, b in combinations(named, 2):
+                stat = stat or _statistic(data, options, settings)
                 t = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
                                             members[b], stat, n_perm=options.n_perm, seed=seed)
                 for i, metric in enumerate(metric_keys):
