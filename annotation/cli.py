@@ -7,18 +7,15 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from campaigns.cli import campaign_resolve
+
 
 def _id_add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", type=int)
 
 
 def _campaign(options: dict[str, Any]) -> Any:
-    from campaigns.models import Campaign
-
-    campaign = Campaign.objects.filter(pk=options["id"], deleted_at__isnull=True).first()
-    if campaign is None:
-        raise CommandError(f"Campaign {options['id']} not found.")
-    return campaign
+    return campaign_resolve(options["id"])
 
 
 def _status(options: dict[str, Any], out: Any) -> None:

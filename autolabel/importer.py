@@ -8,9 +8,6 @@ names its line (`rows.<line>`); then all rows are stored in one transaction, or 
 question the labeller already labelled replaces that label (a re-upload is idempotent)."""
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 import re
 from collections.abc import Iterator
@@ -22,6 +19,7 @@ from annotation.models import Question
 from campaigns.models import Campaign
 from common.errors import ApplicationError
 from common.inputs import brief
+from common.uploads import upload_rows
 
 from .models import AutolabelJob, MachineLabel
 
@@ -40,42 +38,8 @@ def labeller_name_check(name: Any) -> str:
 
 
 def _rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        errors.setdefault(f"rows.{line}", []).append(f"row {line}: not valid UTF-8 (byte {exc.start})")
-        return
-    lower = name.lower()
-    if lower.endswith((".jsonl", ".ndjson", ".json")) or (not lower.endswith(".csv") and text.lstrip().startswith("{")):
-        for line, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                errors.setdefault(f"rows.{line}", []).append(f"row {line}: not JSON: {exc.msg}")
-                continue
-            if not isinstance(row, dict):
-                errors.setdefault(f"rows.{line}", []).append(f"row {line}: must be a JSON object")
-                continue
-            unknown = [k for k in row if k not in COLUMNS]
-            if unknown:
-                errors.setdefault(f"rows.{line}", []).append(f"row {line}: unknown keys {', '.join(map(brief, unknown))}")
-                continue
-            yield line, row
-        return
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames:
-        errors.setdefault("file", []).append("the file is empty")
-        return
-    unknown = [f for f in reader.fieldnames if f not in COLUMNS]
-    if unknown:
-        errors.setdefault("rows.1", []).append(f"row 1: unknown columns {', '.join(map(repr, unknown))} "
-                                               f"(columns: {', '.join(COLUMNS)})")
-        return
-    for row in reader:
-        yield reader.line_num, {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+    return upload_rows(name, data, errors, columns=COLUMNS, columns_hint=f"columns: {', '.join(COLUMNS)}",
+                       empty_field="file", json_keys_checked=True, stop_on_unknown_columns=True)
 
 
 def _int(value: Any) -> int | None:

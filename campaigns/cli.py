@@ -31,6 +31,17 @@ def owner_resolve(username: str | None) -> Any:
     return user
 
 
+def campaign_resolve(campaign_id: int) -> Any:
+    """The (not deleted) campaign a command acts on; CommandError naming the id otherwise. Public:
+    every app's campaign subcommands look campaigns up with it."""
+    from .models import Campaign
+
+    campaign = Campaign.objects.filter(pk=campaign_id, deleted_at__isnull=True).first()
+    if campaign is None:
+        raise CommandError(f"Campaign {campaign_id} not found.")
+    return campaign
+
+
 def _create_add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="spec file (JSON or YAML); '-' reads standard input")
     parser.add_argument("--owner", help="username of the researcher who owns the campaign (default: first superuser)")

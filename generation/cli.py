@@ -10,15 +10,13 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from campaigns.cli import campaign_resolve
 from campaigns.models import Campaign
 from campaigns.registry import register_cli
 
 
 def _campaign(campaign_id: int) -> Campaign:
-    campaign = Campaign.objects.filter(pk=campaign_id, deleted_at__isnull=True).first()
-    if campaign is None:
-        raise CommandError(f"Campaign {campaign_id} not found.")
-    return campaign
+    return campaign_resolve(campaign_id)
 
 
 def progress_bar(progress: dict[str, Any], *, width: int = 30) -> str:

@@ -9,9 +9,7 @@ transaction: all or nothing.
 """
 from __future__ import annotations
 
-import csv
 import io
-import json
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from campaigns.models import Campaign, Prompt
 from common.errors import ApplicationError, ConflictError
 from common.inputs import brief
 from common.outbound import OutboundBlocked, check_url
+from common.uploads import upload_rows
 from common.zipsafe import SafeZip, ZipMemberError, path_is_safe
 
 from .models import Image
@@ -135,41 +134,13 @@ class ManifestRow:
     sha256: str = ""  # of the normalised PNG, filled when validated
 
 
+MANIFEST_COLUMNS = ("prompt_key", "prompt", "sample_index", "file", "url")
+
+
 def _manifest_rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        errors.setdefault(f"rows.{line}", []).append(
-            f"row {line}: not valid UTF-8 (byte {exc.start}); save the manifest as UTF-8")
-        return
-    lower = name.lower()
-    is_jsonl = lower.endswith((".jsonl", ".ndjson", ".json")) or (
-        not lower.endswith(".csv") and text.lstrip().startswith("{"))
-    if is_jsonl:
-        for line, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                errors.setdefault(f"rows.{line}", []).append(f"row {line}: not JSON: {exc.msg}")
-                continue
-            if not isinstance(row, dict):
-                errors.setdefault(f"rows.{line}", []).append(f"row {line}: must be a JSON object")
-                continue
-            yield line, row
-        return
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    if not reader.fieldnames:
-        errors.setdefault("manifest", []).append("the manifest is empty")
-        return
-    unknown = [f for f in reader.fieldnames if f not in ("prompt_key", "prompt", "sample_index", "file", "url")]
-    if unknown:
-        errors.setdefault("rows.1", []).append(f"row 1: unknown columns {', '.join(map(repr, unknown))} "
-                                               "(columns: prompt_key or prompt, sample_index, file or url)")
-    for row in reader:
-        yield reader.line_num, {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+    return upload_rows(name, data, errors, columns=MANIFEST_COLUMNS,
+                       columns_hint="columns: prompt_key or prompt, sample_index, file or url", empty_field="manifest",
+                       encoding_hint="; save the manifest as UTF-8")
 
 
 def image_url_problem(url: Any) -> str | None:

@@ -31,16 +31,33 @@ def engine(request: pytest.FixtureRequest) -> Iterator[str]:
         yield request.param
 
 
+def _enrolled(campaign, prefix: str, n: int = 50) -> list:
+    """n annotators signed up and enrolled in `campaign`."""
+    out = []
+    for i in range(n):
+        annotator, _ = annotator_create(username=f"{prefix}{i}", password="Concurrent-pass-77", consent=True)
+        enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
+        out.append(annotator)
+    return out
+
+
+def _run_all(annotators: list, work, errors: list[BaseException], *, timeout: float) -> None:
+    """One thread per annotator running `work`; every thread finished and none raised."""
+    threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    assert not errors, errors[:3]
+    assert not any(t.is_alive() for t in threads)
+
+
 @pytest.mark.parametrize("hit_size", [1, 3])
 def test_fifty_annotators_at_once_fill_every_slot_exactly(researcher, hit_size, engine):
     campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": 3, "hit_size": hit_size})
     make_images(campaign, "explicit", 30)
     open_campaign(campaign)
-    annotators = []
-    for i in range(50):
-        annotator, _ = annotator_create(username=f"c{hit_size}-{i}", password="Concurrent-pass-77", consent=True)
-        enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
-        annotators.append(annotator)
+    annotators = _enrolled(campaign, f"c{hit_size}-")
     barrier = threading.Barrier(50)
     errors: list[BaseException] = []
     hits_per_annotator: Counter[int] = Counter()
@@ -62,13 +79,7 @@ def test_fifty_annotators_at_once_fill_every_slot_exactly(researcher, hit_size, 
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors[:3]
-    assert not any(t.is_alive() for t in threads)
+    _run_all(annotators, work, errors, timeout=120)
     questions = list(Question.objects.filter(campaign=campaign))
     assert len(questions) == 30
     for q in questions:
@@ -130,11 +141,7 @@ def test_fifty_annotators_on_an_adaptive_campaign_never_over_assign(researcher, 
     campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": cfg, "hit_size": 2})
     make_images(campaign, "explicit", 30)
     open_campaign(campaign)
-    annotators = []
-    for i in range(50):
-        annotator, _ = annotator_create(username=f"ad-{i}", password="Concurrent-pass-77", consent=True)
-        enrollment_consent(annotator=annotator, campaign=campaign, consent=True)
-        annotators.append(annotator)
+    annotators = _enrolled(campaign, "ad-")
     barrier = threading.Barrier(50)
     errors: list[BaseException] = []
 
@@ -168,13 +175,7 @@ def test_fifty_annotators_on_an_adaptive_campaign_never_over_assign(researcher, 
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=work, args=(a,)) for a in annotators]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=180)
-    assert not errors, errors[:3]
-    assert not any(t.is_alive() for t in threads)
+    _run_all(annotators, work, errors, timeout=180)
     answers = Counter(Answer.objects.filter(campaign=campaign).values_list("question_id", flat=True))
     labels = {lab.question_id: lab for lab in AggregatedLabel.objects.filter(question__campaign=campaign)}
     requireds: Counter[int] = Counter()

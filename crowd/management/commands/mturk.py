@@ -10,16 +10,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from campaigns.cli import campaign_resolve
 from common.errors import ApplicationError
 
 
 def _campaign(pk: int) -> Any:
-    from campaigns.models import Campaign
-
-    campaign = Campaign.objects.filter(pk=pk, deleted_at__isnull=True).first()
-    if campaign is None:
-        raise CommandError(f"Campaign {pk} not found.")
-    return campaign
+    return campaign_resolve(pk)
 
 
 def _absolute(url: str) -> str:
