@@ -8,12 +8,18 @@ ID --format dataset`): a zip a third party can load and recompute the report fro
                                image keys; `counted` marks the answers the report uses
     data/questions.parquet     every question with its metadata and the report's label (majority, ties "tie")
     data/images.parquet        every image: storage key, sha256, prompt, seed, provenance, exclusion
-    data/machine_labels.parquet  the machine labels (only when the `autolabel` app is installed)
+    data/machine_labels.parquet  the machine labels (only when the `autolabel` app is installed), with
+    data/machine_label_failures.parquet, data/human_sample.parquet, data/clip_scores.parquet
+    data/annotators.parquet    per-annotator demographics, only under the publication rule (package/build.py)
+    package.json               manifest: campaign facts, the report options' defaults, image counts, blocked
+                               annotators, what the package holds (metrics/package/read.py reads it)
 
-Annotators are numbered `annotator_0001`, ... in the order of their first answer in this campaign:
-no user id, name or crowd-platform id leaves the product. Bounded memory: the answers are written to
-Parquet in row groups of `CHUNK` rows and the zip is assembled in a temporary file (the API streams
-it from there; the file is gone once the response is closed).
+The report is recomputed from the package alone by `metrics.package.report_from_package` and
+`manage.py report --package FILE.zip` (metrics/package/read.py). Annotators are numbered
+`annotator_0001`, ... in the order of their account ids (metrics/package/build.py says why): no user
+id, name or crowd-platform id leaves the product. Bounded memory: the answers are written to Parquet
+in row groups of `CHUNK` rows and the zip is assembled in a temporary file (the worker streams it to
+storage from there, metrics/package/services.py).
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import json
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
@@ -35,24 +42,21 @@ from generation.models import Image
 from .extract import campaign_data
 from .extract.data import CampaignData
 from .options import ReportOptions
+from .package.build import (
+    annotator_numbers,
+    arrival,
+    demographics_table,
+    machine_tables,
+    manifest,
+    pseudonyms,
+    question_extras,
+)
 from .report import label_table
 from .services import report_get
 
 CHUNK = 100_000
+IMAGE_COUNTS = ("images", "images_done", "images_excluded", "images_failed", "images_filtered")
 DEFAULT_LICENSE = "unknown"
-
-
-def _annotator_codes(annotators: np.ndarray) -> tuple[np.ndarray, int]:
-    """Sequential pseudonyms in order of first appearance: `annotator_0001`, ..."""
-    if annotators.size == 0:
-        return np.zeros(0, dtype=object), 0
-    uniq, first = np.unique(annotators, return_index=True)
-    order = np.argsort(first, kind="stable")
-    number = np.empty(uniq.size, dtype=np.int64)
-    number[order] = np.arange(1, uniq.size + 1)
-    width = max(4, len(str(uniq.size)))
-    names = np.array([f"annotator_{n:0{width}d}" for n in number], dtype=object)
-    return names[np.searchsorted(uniq, annotators)], int(uniq.size)
 
 
 def _image_table(campaign: Campaign) -> pa.Table:
@@ -76,7 +80,8 @@ def _image_keys(campaign: Campaign) -> dict[int, str]:
             Image.objects.filter(campaign=campaign).values_list("id", "file", "source_url").iterator(chunk_size=5000)}
 
 
-def _question_table(data: CampaignData, keys_of_image: dict[int, str], options: ReportOptions) -> pa.Table:
+def _question_table(campaign: Campaign, data: CampaignData, keys_of_image: dict[int, str],
+                    options: ReportOptions) -> pa.Table:
     assert data.table is not None
     q = data.table.questions
     labels = label_table(data, options)
@@ -95,16 +100,20 @@ def _question_table(data: CampaignData, keys_of_image: dict[int, str], options: 
         **{k: v.astype(str) for k, v in q.meta.items()},
         "counted": in_pool, "answers_counted": counted_answers.astype(np.int64),
         "label": label.astype(str), "tie": tie.astype(bool),
+        **question_extras(campaign, q.id),
     }
     return pa.table(cols)
 
 
-def _write_answers(data: CampaignData, keys_of_image: dict[int, str], blocked: set[int], path: str) -> int:
+def _write_answers(data: CampaignData, keys_of_image: dict[int, str], blocked: set[int], numbers: dict[int, int],
+                   path: str) -> int:
     """answers.parquet in row groups of CHUNK rows; returns the number of annotators."""
     assert data.table is not None
     t = data.table
     a, q = t.answers, t.questions
-    names, n_annotators = _annotator_codes(a.annotator)
+    names = pseudonyms(a.annotator, numbers)
+    n_annotators = int(np.unique(a.annotator).size)
+    order = arrival(a.question, a.id)
     choices = np.asarray(a.choices, dtype=object)
     q_image = q.image
     meta = {k: v.astype(str) for k, v in q.meta.items()}
@@ -121,6 +130,7 @@ def _write_answers(data: CampaignData, keys_of_image: dict[int, str], blocked: s
             corrects = a.corrects[part]
             cols: dict[str, Any] = {
                 "answer_id": pa.array(a.id[part]), "question_id": pa.array(a.question[part]),
+                "arrival": pa.array(order[part]),
                 "image_id": pa.array(q_image[rows] if rows.size else np.zeros(0, np.int64)),
                 "image_key": pa.array([keys_of_image.get(int(i), "") for i in (q_image[rows] if rows.size else [])],
                                       type=pa.string()),
@@ -173,7 +183,8 @@ def _machine_labels(campaign: Campaign) -> pa.Table | None:
     return pa.table({f: pa.array(v) for f, v in cols.items()})
 
 
-def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answers: int, has_machine: bool) -> str:
+def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answers: int, has_machine: bool,
+          demographics: str = "none") -> str:
     spec = campaign.spec
     design = spec.get("design") or {}
     license_ = ((spec.get("dataset") or {}).get("license")) or DEFAULT_LICENSE
@@ -222,7 +233,27 @@ def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answe
               "- `data/questions.parquet`: one row per question with its metadata, `counted` and the report's `label`",
               "- `data/images.parquet`: one row per image (prompt, seed, provenance, sha256, exclusion)",
               "- `data/machine_labels.parquet`: machine labels" if has_machine else "- No machine labels.",
-              "- `spec.json`, `report.json`", "",
+              "- `data/machine_label_failures.parquet`, `data/human_sample.parquet`, `data/clip_scores.parquet`: "
+              "the questions each labeller failed on, the images drawn into the human sample, the CLIPScores"
+              if has_machine else "",
+              ("- `data/annotators.parquet`: the demographics of the annotators who consented to their publication "
+               f"({'all of them' if demographics == 'all' else 'some of them'})" if demographics != "none" else
+               "- No per-annotator demographics (the campaign did not ask for consent to publish them): the "
+               "report's `annotators` section is left out"),
+              "- `package.json` (campaign facts, the report options' defaults, blocked annotators), `spec.json`, "
+              "`report.json` (the default options' report)", "",
+              "## Recompute the report from this package", "",
+              "With the product's code installed (no database needed; the same figures as the server's report "
+              "for the same options and seed):", "", "```bash",
+              "python manage.py report --package this-package.zip --n-boot 1000 --seed 7 > report.json",
+              "python manage.py report --package this-package.zip --format html --out report.html", "```", "",
+              "```python", "from metrics.package import report_from_package",
+              "report = report_from_package(\"this-package.zip\", n_boot=1000, seed=7, treatment=\"paper\")",
+              "```", "",
+              "Options (defaults in `package.json`): `treatment`, `gep_tie_policy`, `aggregation`, `n_boot`, "
+              "`n_perm`, `seed`, `confidence`, `exclude_blocked`, `min_group`, `source` (`human`, a labeller "
+              "of `data/machine_labels.parquet`, or `hybrid:<labeller>`). The product's docs/metrics.md shows how "
+              "to extend the statistics from the same tables.", "",
               "## How to load", "", "```python", "import pandas as pd",
               "answers = pd.read_parquet(\"data/answers.parquet\")",
               "counted = answers[answers.counted]", "", "from datasets import load_dataset",
@@ -237,38 +268,64 @@ def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answe
     return "\n".join(lines)
 
 
-def dataset_write(*, campaign: Campaign, out: IO[bytes]) -> dict[str, Any]:
+def dataset_write(*, campaign: Campaign, out: IO[bytes],
+                  progress: Callable[[float], None] | None = None) -> dict[str, Any]:
     """Write the replication package zip of `campaign` to the binary file `out`; returns a summary
-    (`answers`, `questions`, `images`, `annotators`, `machine_labels`, `files`)."""
+    (`answers`, `questions`, `images`, `annotators`, `machine_labels`, `demographics`, `files`).
+    `progress(fraction)` is called between the steps (the worker records it for the API's 202)."""
+    step = progress or (lambda fraction: None)
     options = ReportOptions()
     _, report = report_get(campaign=campaign, options=options, allow_async=False)
+    step(0.2)
     data = campaign_data(campaign, exclude_blocked=True, table=True)
+    step(0.4)
     blocked_ids = set(Enrollment.objects.filter(campaign=campaign, status=Enrollment.Status.BLOCKED)
                       .values_list("annotator_id", flat=True))
+    assert data.table is not None
+    blocked_arr = np.fromiter(blocked_ids, np.int64, len(blocked_ids))
+    numbers = annotator_numbers(data.table.answers.annotator, blocked_arr)
+    demographics, coverage = demographics_table(campaign, numbers, data.demographics)
+    if coverage != "all":  # aggregates of people the package cannot name are not published either
+        report = {k: v for k, v in report.items() if k != "annotators"}
     keys_of_image = _image_keys(campaign)
     images = _image_table(campaign)
     machine = _machine_labels(campaign)
+    extras = machine_tables(campaign) if machine is not None else {}
+    if demographics is not None:
+        extras["annotators"] = demographics
     with tempfile.TemporaryDirectory(prefix="dataset-") as tmp:
         answers_path = os.path.join(tmp, "answers.parquet")
-        n_annotators = _write_answers(data, keys_of_image, blocked_ids, answers_path)
-        questions = _question_table(data, keys_of_image, options)
+        n_annotators = _write_answers(data, keys_of_image, blocked_ids, numbers, answers_path)
+        step(0.7)
+        questions = _question_table(campaign, data, keys_of_image, options)
         pq.write_table(questions, os.path.join(tmp, "questions.parquet"), compression="zstd")
         pq.write_table(images, os.path.join(tmp, "images.parquet"), compression="zstd")
         if machine is not None:
             pq.write_table(machine, os.path.join(tmp, "machine_labels.parquet"), compression="zstd")
-        assert data.table is not None
+        for name, table in extras.items():
+            pq.write_table(table, os.path.join(tmp, f"{name}.parquet"), compression="zstd")
+        step(0.8)
         n_answers = int(data.table.answers.id.size)
+        labellers = sorted(set(machine.column("labeller").to_pylist())) if machine is not None else []
+        blocked_names = pseudonyms(blocked_arr, numbers).tolist()
+        image_counts = {k: int(data.counts.get(k, 0)) for k in IMAGE_COUNTS}
+        meta = manifest(campaign, options=options.to_dict(), image_counts=image_counts, blocked=sorted(blocked_names),
+                        demographics=coverage, labellers=labellers, has_sample=bool(
+                            extras.get("human_sample") is not None and extras["human_sample"].num_rows))
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr("README.md", _card(campaign, report, n_annotators, n_answers, machine is not None))
+            z.writestr("README.md", _card(campaign, report, n_annotators, n_answers, machine is not None, coverage))
+            z.writestr("package.json", json.dumps(meta, indent=2, ensure_ascii=False))
             z.writestr("spec.json", json.dumps(campaign.spec, indent=2, ensure_ascii=False))
             z.writestr("report.json", json.dumps(report, indent=2, ensure_ascii=False))
-            for name in ("answers", "questions", "images", "machine_labels"):
+            for name in ("answers", "questions", "images", "machine_labels", *extras):
                 path = os.path.join(tmp, f"{name}.parquet")
                 if os.path.exists(path):
                     z.write(path, f"data/{name}.parquet", compress_type=zipfile.ZIP_STORED)  # already zstd
             files = z.namelist()
+    step(1.0)
     return {"answers": n_answers, "questions": int(questions.num_rows), "images": int(images.num_rows),
-            "annotators": n_annotators, "machine_labels": machine is not None, "files": files}
+            "annotators": n_annotators, "machine_labels": machine is not None, "demographics": coverage,
+            "files": files}
 
 
 def dataset_tempfile(*, campaign: Campaign) -> IO[bytes]:
