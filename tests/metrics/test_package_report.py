@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from annotation.models import Answer
@@ -123,3 +124,41 @@ def test_bad_options_and_bad_packages_are_named(api: APIClient, researcher: User
                 dst.writestr(name, src.read(name))
     with pytest.raises(ApplicationError, match="no package.json"):
         report_from_package(old.getvalue())
+
+
+def test_command_recomputes_from_the_package_with_the_database_unreachable(api: APIClient, researcher: User,
+                                                                          tmp_path: Any) -> None:
+    """`manage.py report --package` under the settings manage.py uses by default, with DATABASE_URL
+    and REDIS_URL pointing at a closed port: the same JSON as the server; HTML and CSV too."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    campaign = messy_campaign(researcher, SMALL_PST, seed=5, odd_choices=False)
+    path = tmp_path / "package.zip"
+    path.write_bytes(package_bytes(api, campaign.pk))
+    server = _server(api, campaign.pk, treatment="excluded")
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE",)}
+    env.update(DATABASE_URL="postgres://postgres@127.0.0.1:9/unreachable", REDIS_URL="redis://127.0.0.1:9/0",
+               PYTHONPATH=str(root))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(root / "manage.py"), "report", "--package", str(path), *args],
+                              capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300)
+
+    done = run("--n-boot", str(QUICK["n_boot"]), "--n-perm", str(QUICK["n_perm"]), "--seed", str(QUICK["seed"]),
+               "--treatment", "excluded")
+    assert done.returncode == 0, done.stderr[-3000:]
+    _same(server, json.loads(done.stdout))
+    html = run("--n-boot", "20", "--format", "html", "--out", str(tmp_path / "r.html"))
+    assert html.returncode == 0, html.stderr[-3000:]
+    assert campaign.name in (tmp_path / "r.html").read_text()
+    csv = run("--n-boot", "20", "--format", "csv", "--out", str(tmp_path / "r.zip"))
+    assert csv.returncode == 0, csv.stderr[-3000:]
+    assert "answers.csv" in zipfile.ZipFile(tmp_path / "r.zip").namelist()
+    with pytest.raises(CommandError, match="not both"):
+        call_command("report", str(campaign.pk), "--package", str(path))
+    with pytest.raises(CommandError, match="n_boot"):
+        call_command("report", "--package", str(path), "--n-boot", "-3")
