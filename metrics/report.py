@@ -24,6 +24,7 @@ import numpy as np
 
 from campaigns import presets
 from metrics.core import aggregation, agreement, gep, pst
+from metrics.core.report_warnings import collecting
 from metrics.core.uncertainty import permutation_test_sts
 
 from .extract.data import CampaignData
@@ -311,6 +312,15 @@ def report_from_data(data: CampaignData, options: ReportOptions,
                      labels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """The report of the data; `labels` (label per question, is_tie per question) replaces the human
     majority (a machine labeller's labels for `?source=<labeller>`, metrics/report_sources.py)."""
+    with collecting() as log:
+        report = _report_sections(data, options, labels)
+    # Figures or sections left out or flagged, and why (metrics/core/report_warnings.py).
+    report["warnings"] = log.as_list()
+    return report
+
+
+def _report_sections(data: CampaignData, options: ReportOptions,
+                     labels: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
     campaign = data.campaign
     seed = report_seed(data, options)
     labels, ties = question_labels(data, options) if labels is None else labels
