@@ -48,6 +48,8 @@ from .package.build import (
     demographics_table,
     machine_tables,
     manifest,
+    pseudonym,
+    pseudonym_width,
     pseudonyms,
     question_extras,
 )
@@ -105,18 +107,40 @@ def _question_table(campaign: Campaign, data: CampaignData, keys_of_image: dict[
     return pa.table(cols)
 
 
+class _Coded:
+    """A text column given per entity (question, annotator, choice) and read per answer: its distinct
+    values once, then each chunk's rows as dictionary indices decoded by Arrow (no Python string per
+    answer: the 1M-answer build in bench/README.md)."""
+
+    def __init__(self, values: np.ndarray | list[str], index: np.ndarray | None = None) -> None:
+        if index is None:
+            uniq, inverse = np.unique(np.asarray(values, dtype=str), return_inverse=True)
+            self.dictionary, self.index = pa.array(uniq.tolist(), type=pa.string()), inverse.astype(np.int32)
+        else:
+            self.dictionary, self.index = pa.array(list(values), type=pa.string()), index.astype(np.int32)
+
+    def take(self, rows: np.ndarray) -> pa.Array:
+        if rows.size == 0:
+            return pa.array([], type=pa.string())
+        return pa.DictionaryArray.from_arrays(pa.array(self.index[rows]), self.dictionary).cast(pa.string())
+
+
 def _write_answers(data: CampaignData, keys_of_image: dict[int, str], blocked: set[int], numbers: dict[int, int],
                    path: str) -> int:
     """answers.parquet in row groups of CHUNK rows; returns the number of annotators."""
     assert data.table is not None
     t = data.table
     a, q = t.answers, t.questions
-    names = pseudonyms(a.annotator, numbers)
+    ids = np.fromiter(sorted(numbers), np.int64, len(numbers))
+    width = pseudonym_width(len(numbers))
+    annotator = _Coded([pseudonym(numbers[int(i)], width) for i in ids.tolist()],
+                       np.searchsorted(ids, a.annotator) if ids.size else np.zeros(a.id.size, np.int64))
     n_annotators = int(np.unique(a.annotator).size)
     order = arrival(a.question, a.id)
-    choices = np.asarray(a.choices, dtype=object)
+    choice = _Coded(list(a.choices), a.code)
     q_image = q.image
-    meta = {k: v.astype(str) for k, v in q.meta.items()}
+    per_question = {"image_key": _Coded([keys_of_image.get(int(i), "") for i in q_image.tolist()]),
+                    "setting": _Coded(q.setting), **{k: _Coded(v) for k, v in q.meta.items()}}
     is_blocked = np.isin(a.annotator, np.fromiter(blocked, dtype=np.int64, count=len(blocked)))
     found = (q.id[t.q_row] == a.question) if q.id.size else np.zeros(a.id.size, dtype=bool)
     counted = found & ~t.superseded & ~q.is_gold[t.q_row] & ~q.excluded[t.q_row] & ~is_blocked if q.id.size else found
@@ -125,21 +149,22 @@ def _write_answers(data: CampaignData, keys_of_image: dict[int, str], blocked: s
         for start in range(0, max(a.id.size, 1), CHUNK):
             part = slice(start, start + CHUNK)
             rows = t.q_row[part]
+            answer_rows = np.arange(start, start + rows.size)
             time_ms = a.time_ms[part] if a.time_ms is not None else np.full(rows.size, -1)
             created = a.created_us[part] if a.created_us is not None else np.zeros(rows.size, dtype=np.int64)
             corrects = a.corrects[part]
+            coded = {k: c.take(rows) for k, c in per_question.items()}
             cols: dict[str, Any] = {
                 "answer_id": pa.array(a.id[part]), "question_id": pa.array(a.question[part]),
                 "arrival": pa.array(order[part]),
                 "image_id": pa.array(q_image[rows] if rows.size else np.zeros(0, np.int64)),
-                "image_key": pa.array([keys_of_image.get(int(i), "") for i in (q_image[rows] if rows.size else [])],
-                                      type=pa.string()),
-                "annotator": pa.array(names[part].tolist(), type=pa.string()),
-                "choice": pa.array(choices[a.code[part]].tolist() if rows.size else [], type=pa.string()),
+                "image_key": coded.pop("image_key"),
+                "annotator": annotator.take(answer_rows),
+                "choice": choice.take(answer_rows),
                 "time_ms": pa.array(time_ms, mask=time_ms < 0, type=pa.int64()),
                 "created_at": pa.array(created.astype("datetime64[us]"), type=pa.timestamp("us", tz="UTC")),
-                "setting": pa.array(q.setting[rows].tolist() if rows.size else [], type=pa.string()),
-                **{k: pa.array(v[rows].tolist() if rows.size else [], type=pa.string()) for k, v in meta.items()},
+                "setting": coded.pop("setting"),
+                **coded,
                 "is_gold": pa.array(q.is_gold[rows] if rows.size else np.zeros(0, bool)),
                 "image_excluded": pa.array(q.excluded[rows] if rows.size else np.zeros(0, bool)),
                 "corrects_answer_id": pa.array(corrects, mask=corrects < 0, type=pa.int64()),
