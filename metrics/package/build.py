@@ -19,12 +19,13 @@ is left out of `report.json` and of a report recomputed from the package.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from django.apps import apps
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotation.demographics import FIELDS, group_of
 from annotation.models import DemographicsResponse, Question
@@ -76,14 +77,13 @@ def arrival(question: np.ndarray, answer_id: np.ndarray) -> np.ndarray:
 def question_extras(campaign: Any, question_ids: np.ndarray) -> dict[str, list[Any]]:
     """`family` and `choices` (a JSON list, in the question's order: the first is what a machine score
     is the probability of) of each question, aligned with `question_ids` (sorted)."""
-    rows = dict((pk, (fam, ch)) for pk, fam, ch in Question.objects.filter(campaign=campaign).order_by("id")
-                .values_list("id", "family", "choices").iterator(chunk_size=20_000))
-    family, choices = [], []
-    for q in question_ids.tolist():
-        fam, ch = rows.get(q, ("", []))
-        family.append(fam)
-        choices.append(json.dumps(list(ch or []), ensure_ascii=False))
-    return {"family": family, "choices": choices}
+    # The stored JSON as text (PostgreSQL's jsonb text form; never decoded here: a few distinct values).
+    rows = {pk: (fam, ch or "[]") for pk, fam, ch in Question.objects.filter(campaign=campaign).order_by("id")
+            .annotate(choices_text=Cast("choices", TextField()))
+            .values_list("id", "family", "choices_text").iterator(chunk_size=20_000)}
+    missing = ("", "[]")
+    pairs = [rows.get(q, missing) for q in question_ids.tolist()]
+    return {"family": [p[0] for p in pairs], "choices": [p[1] for p in pairs]}
 
 
 def machine_tables(campaign: Any) -> dict[str, pa.Table]:
