@@ -17,6 +17,7 @@ from annotation.families import campaign_families, family_choices
 from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
+from autolabel.selectors import machine_labellers
 from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
@@ -233,25 +234,62 @@ def _report_options(request: HttpRequest) -> tuple[ReportOptions | None, dict[st
         return None, params, _errors(exc)
 
 
+def _label_sources(campaigns: list[Any]) -> list[tuple[str, str]]:
+    """(value, label) of the label sources with labels on every one of the campaigns: the human
+    majority, each machine labeller, each hybrid of the two (docs/metrics.md "Label sources")."""
+    labellers: set[str] | None = None
+    for campaign in campaigns:
+        have = set(machine_labellers(campaign))
+        labellers = have if labellers is None else labellers & have
+    out = [("human", "human answers (majority)")]
+    for name in sorted(labellers or ()):
+        out.append((name, f"machine labeller {name}"))
+    for name in sorted(labellers or ()):
+        out.append((f"hybrid:{name}", f"hybrid: human sample + {name}"))
+    return out
+
+
 @researcher_required
 def report_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The report with the options asked for; an option that is invalid (or a source without labels)
+    shows the report with the default options and the error above it, never only the error."""
     campaign = owned_campaign(request, campaign_id)
     options, params, errors = _report_options(request)
-    query = "&".join(f"{k}={v}" for k, v in params.items() if v)
-    ctx: dict[str, Any] = {"campaign": campaign, "nav": "campaigns", "params": params, "errors": errors, "query": query,
-                           "state": "error" if errors else "", "report": None}
+    sources = _label_sources([campaign])
+    ctx: dict[str, Any] = {"campaign": campaign, "nav": "campaigns", "params": params, "errors": errors,
+                           "state": "", "report": None, "sources": sources,
+                           "exports": _exports(campaign)}
     if options is not None:
         try:
             state, report = report_get(campaign=campaign, options=options)
         except ApplicationError as exc:  # e.g. a source whose labeller has no labels on this campaign
-            ctx.update(errors=_errors(exc), state="error")
-            return render(request, "console/report.html", ctx, status=400)
-        ctx["state"] = state
-        if state == "ready":
-            ctx.update(report_page(report))  # the same sections, rows and charts as the HTML report
-        else:
-            ctx["building"] = report
+            ctx["errors"] = errors = _errors(exc)
+            options = None
+    if options is None:  # the defaults, with the error shown above them
+        params = {k: "" for k in REPORT_OPTION_KEYS}
+        ctx["params"] = params
+        ctx["defaults_shown"] = True
+        state, report = report_get(campaign=campaign, options=ReportOptions())
+    ctx["query"] = "&".join(f"{k}={v}" for k, v in params.items() if v)
+    ctx["state"] = state
+    if state == "ready":
+        ctx.update(report_page(report))  # the same sections, rows and charts as the HTML report
+    else:
+        ctx["building"] = report
     return render(request, "console/report.html", ctx, status=400 if errors else 200)
+
+
+def _exports(campaign: Any) -> list[tuple[str, str, str]]:
+    """(label, URL, kind) of the campaign's exports beyond the report's own formats: `async` ones are
+    built by a worker (the page polls them and shows progress), `file` ones download at once."""
+    base = f"/api/campaigns/{campaign.pk}"
+    return [
+        ("replication package (zip)", f"{base}/export/dataset/", "async"),
+        ("campaign archive (zip)", f"{base}/export/", "file"),
+        ("payments CSV", f"{base}/payments.csv", "file"),
+        ("spec (JSON)", f"{base}/spec/", "file"),
+        ("spec (YAML)", f"{base}/spec/?as=yaml", "file"),
+    ]
 
 
 @researcher_required

@@ -11,6 +11,7 @@ from metrics.compare import metric_label
 from metrics.extract.data import CampaignFacts
 
 from . import charts
+from .methods import methods_sentence
 from .sections import sections_of
 
 
@@ -22,6 +23,7 @@ def report_page(report: dict[str, Any]) -> dict[str, Any]:
         "report": report,
         "sections": [{"key": r.key, "template": r.template, "section": sec, "rows": r.rows(sec)} for r, sec in parts],
         "figures": [figure for r, sec in parts for figure in r.charts(sec)],
+        "methods_sentence": methods_sentence(report),
     }
 
 
