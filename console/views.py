@@ -24,8 +24,9 @@ from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
 from generation import services as generation_services
 from generation.selectors import image_list
-from metrics.compare_options import CompareOptions
+from metrics.compare_options import ALL_SETTINGS, CompareOptions
 from metrics.compare_services import compare_get
+from metrics.compare_sources import compare_source_options
 from metrics.options import ReportOptions
 from metrics.render import compare_page, report_page
 from metrics.render.compare import significance_page
@@ -292,22 +293,41 @@ def _exports(campaign: Any) -> list[tuple[str, str, str]]:
     ]
 
 
-@researcher_required
-def compare_view(request: HttpRequest) -> HttpResponse:
-    campaigns = list(selectors.campaign_rows(user=request.user).order_by("kind", "-created_at")[:200])
-    raw = request.GET.getlist("campaigns")
-    ids = []
-    for value in raw:
+def _ids(values: list[str]) -> list[int]:
+    ids: list[int] = []
+    for value in values:
         for part in value.split(","):
             if part.strip().isdigit():
                 ids.append(int(part))
-    ctx: dict[str, Any] = {"campaigns": campaigns, "selected": set(ids), "nav": "compare", "result": None, "errors": [], "figures": []}
+    return list(dict.fromkeys(ids))
+
+
+@researcher_required
+def compare_view(request: HttpRequest) -> HttpResponse:
+    """Campaigns side by side (`mode=campaigns`, GEP Table 3) or two settings of one campaign
+    (`mode=settings`), with the label sources chosen among those every compared campaign has (human
+    first; each further source compared with the first, GEP Table 6) — the API's
+    `GET /api/reports/compare/`, through the same service."""
+    campaigns = list(selectors.campaign_rows(user=request.user).order_by("kind", "-created_at")[:200])
+    mode = "settings" if request.GET.get("mode") == "settings" else "campaigns"
+    ids = _ids(request.GET.getlist("campaigns")) if mode == "campaigns" else _ids(request.GET.getlist("campaign"))[:1]
+    pair = [request.GET.get("setting_a", ""), request.GET.get("setting_b", "")]
+    chosen = [owned_campaign(request, i) for i in ids]
+    sources = _label_sources(chosen) if chosen else [("human", "human answers (majority)")]
+    picked = [v for v in request.GET.getlist("source") if v] or ["human"]
+    ctx: dict[str, Any] = {"campaigns": campaigns, "selected": set(ids), "nav": "compare", "result": None, "errors": [],
+                           "figures": [], "mode": mode, "sources": sources, "picked": set(picked),
+                           "pair": pair, "settings_known": ALL_SETTINGS}
     ctx["test"] = request.GET.get("test", "permutation") if ids else "permutation"
-    if ids:
-        chosen = [owned_campaign(request, i) for i in dict.fromkeys(ids)]
-        params = {"test": ctx["test"] if len(chosen) > 1 else "none", "draws": request.GET.get("draws", "")}
+    if chosen:
+        params = {"test": ctx["test"] if len(chosen) > 1 or mode == "settings" else "none",
+                  "draws": request.GET.get("draws", ""),
+                  "settings": ",".join(pair) if mode == "settings" else ""}
+        source_param = ",".join(dict.fromkeys(picked))
         try:
-            result = compare_get(campaigns=chosen, options=ReportOptions(), compare=CompareOptions.from_params(params))
+            compare = CompareOptions.from_params(params)
+            options, extra_sources = compare_source_options({"source": "" if source_param == "human" else source_param})
+            result = compare_get(campaigns=chosen, options=options, compare=compare, sources=extra_sources)
         except ApplicationError as exc:
             ctx["errors"] = _errors(exc)
         else:
@@ -317,7 +337,12 @@ def compare_view(request: HttpRequest) -> HttpResponse:
                 ctx["result"] = result
                 ctx.update(compare_page(result))
                 ctx.update(significance_page(result))
-            query = "campaigns=" + ",".join(str(c.pk) for c in chosen) + f"&test={params['test']}"
+            field = "campaign" if mode == "settings" else "campaigns"
+            query = f"{field}=" + ",".join(str(c.pk) for c in chosen) + f"&test={params['test']}"
+            if mode == "settings":
+                query += f"&settings={params['settings']}"
+            if source_param != "human":
+                query += f"&source={source_param}"
             ctx["api_url"] = "/api/reports/compare/?" + query
             ctx["csv_url"] = ctx["api_url"] + "&format=csv"
             ctx["html_url"] = ctx["api_url"] + "&format=html"
