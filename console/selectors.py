@@ -191,3 +191,52 @@ def duration(seconds: float | int | None) -> str:
     if seconds < 3600:
         return f"{math.ceil(seconds / 60)} min"
     return f"{seconds // 3600} h {math.ceil((seconds % 3600) / 60)} min"
+
+
+def labeller_rows(*, campaign: Campaign) -> list[dict[str, Any]]:
+    """The console's machine-label page: every labeller that answers this campaign's questions (and any
+    with labels or a job here, e.g. an import), with whether it can run now (its options resolve from
+    the spec or its defaults), its progress, and its agreement with the human majority on the questions
+    both labelled (percent agreement and Cohen's kappa, sklearn; ties left out). Three queries."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from autolabel.labellers import labeller_get, labeller_names
+    from autolabel.models import MachineLabel
+    from autolabel.selectors import autolabel_progress
+    from autolabel.services import labeller_config_for
+    from common.errors import ApplicationError
+
+    kind_families = {"pst": "person", "gep": "attribute"}
+    family = kind_families.get(campaign.kind, "")
+    progress = autolabel_progress(campaign).get("autolabel", {})
+    human = dict(AggregatedLabel.objects.filter(question__campaign=campaign, question__is_gold=False, tie=False)
+                 .values_list("question_id", "label"))
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for labeller, qid, choice in (MachineLabel.objects.filter(campaign=campaign)
+                                  .values_list("labeller", "question_id", "choice").iterator(chunk_size=5000)):
+        if qid in human:
+            pairs.setdefault(labeller, []).append((human[qid], choice))
+    names = [n for n in labeller_names() if n != "import" and family in (labeller_get(n).families or ())]  # type: ignore[union-attr]
+    names += sorted((set(progress) | set(pairs)) - set(names))
+    rows = []
+    for name in names:
+        lab = labeller_get(name)
+        runnable, reason = False, "imported labels" if lab is None else ""
+        if lab is not None:
+            try:
+                labeller_config_for(campaign=campaign, labeller=name)
+                runnable = True
+            except ApplicationError as exc:
+                reason = str(exc)
+        both = pairs.get(name, [])
+        agreement = None
+        if both:
+            h, m = zip(*both)
+            same = sum(a == b for a, b in both)
+            kappa = float(cohen_kappa_score(h, m)) if len(set(h) | set(m)) > 1 else None
+            agreement = {"n": len(both), "percent": same / len(both),
+                         "kappa": kappa if kappa is None or math.isfinite(kappa) else None}
+        rows.append({"name": name, "description": getattr(lab, "description", "") if lab else "imported",
+                     "runnable": runnable, "reason": reason, "progress": progress.get(name),
+                     "agreement": agreement})
+    return rows

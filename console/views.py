@@ -196,6 +196,18 @@ def _example_setup(campaign: Any) -> dict[str, Any]:
 
 
 @researcher_required
+def labels_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Machine labels: run or cancel a labeller, import a label file (the page's script calls the
+    autolabel API), watch progress, and each labeller's agreement with the human majority."""
+    campaign = owned_campaign(request, campaign_id)
+    rows = selectors.labeller_rows(campaign=campaign)
+    return render(request, "console/labels.html", {
+        "campaign": campaign, "nav": "campaigns", "rows": rows,
+        "running": any((r["progress"] or {}).get("status") == "running" for r in rows),
+    })
+
+
+@researcher_required
 def annotator_monitor_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = owned_campaign(request, campaign_id)
     try:

@@ -10,7 +10,15 @@ from django.contrib.auth.models import User
 
 from tests.builders.console import login
 from tests.builders.machine import gep_sources_campaign, machine_labels
-from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions, gep_label, stereotyped
+from tests.builders.metrics import (
+    SMALL_GEP,
+    SMALL_PST,
+    annotators,
+    answer_all,
+    campaign_with_questions,
+    gep_label,
+    stereotyped,
+)
 
 pytestmark = pytest.mark.django_db
 
