@@ -24,7 +24,8 @@ import numpy as np
 
 from campaigns import presets
 from metrics.core import aggregation, agreement, gep, pst
-from metrics.core.uncertainty import permutation_test_sts
+from metrics.core.report_warnings import collecting
+from metrics.core.uncertainty import permutation_test_sts_studentized
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 
@@ -202,11 +203,13 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                                          confidence=options.confidence, seed=seed))
         if options.n_perm > 0:
             both = setting_rows["single"] | setting_rows["paired"]
-            perm = permutation_test_sts(data.q_image[both], (data.q_setting[both] == "paired").astype(int),
-                                        labels[both], stereotypes[both], options.treatment,
-                                        n_perm=options.n_perm, seed=seed)
-            gap["permutation_test"] = {"observed": _f(perm.observed), "p_value": _f(perm.p_value),
-                                       "n_perm": perm.n_perm, "null": "setting label exchangeable over images"}
+            perm = permutation_test_sts_studentized(
+                data.q_image[both], (data.q_setting[both] == "paired").astype(int), labels[both], stereotypes[both],
+                options.treatment, n_perm=options.n_perm, seed=seed)
+            gap["permutation_test"] = {
+                "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
+                "null": "setting label exchangeable over images",
+                "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
         out["gap"] = gap
     if "paired" in setting_rows and "intervention" in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
@@ -311,6 +314,15 @@ def report_from_data(data: CampaignData, options: ReportOptions,
                      labels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """The report of the data; `labels` (label per question, is_tie per question) replaces the human
     majority (a machine labeller's labels for `?source=<labeller>`, metrics/sections/sources.py)."""
+    with collecting() as log:
+        report = _report_sections(data, options, labels)
+    # Figures or sections left out or flagged, and why (metrics/core/report_warnings.py).
+    report["warnings"] = log.as_list()
+    return report
+
+
+def _report_sections(data: CampaignData, options: ReportOptions,
+                     labels: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
     campaign = data.campaign
     seed = report_seed(data, options)
     labels, ties = question_labels(data, options) if labels is None else labels
