@@ -24,13 +24,13 @@ from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
 from generation import services as generation_services
 from generation.selectors import image_list
-from metrics.compare_options import ALL_SETTINGS, CompareOptions
-from metrics.compare_services import compare_get
-from metrics.compare_sources import compare_source_options
+from metrics.compare.options import ALL_SETTINGS, CompareOptions
+from metrics.compare.services import compare_get
+from metrics.compare.sources import compare_source_options
 from metrics.options import ReportOptions
 from metrics.render import compare_page, report_page
 from metrics.render.compare import significance_page
-from metrics.services import report_get
+from metrics.snapshots.report import report_get
 
 from . import selectors
 from .access import owned_campaign, researcher_required
