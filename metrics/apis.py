@@ -15,14 +15,14 @@ from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
 
-from .compare_options import CompareOptions
-from .compare_services import compare_get
-from .compare_sources import compare_source_options
-from .exports import report_csv_zip, report_html
+from .compare.options import CompareOptions
+from .compare.services import compare_get
+from .compare.sources import compare_source_options
 from .options import ReportOptions
+from .package.exports import report_csv_zip, report_html
 from .package.services import package_get, package_progress
 from .render.compare import compare_csv_zip, compare_html
-from .services import report_get
+from .snapshots.report import report_get
 
 OPTION_PARAMS = [
     OpenApiParameter("format", str, enum=["json", "csv", "html"]),
@@ -128,7 +128,7 @@ class ZipRenderer(_Passthrough):
 
 class CampaignDatasetApi(APIView):
     """The campaign's replication package: a zip of answer-level Parquet tables (anonymised annotators),
-    the spec, the report, a manifest and a dataset card (metrics/dataset.py, metrics/package/). Owner
+    the spec, the report, a manifest and a dataset card (metrics/package/). Owner
     only. Built by a worker with progress (202 `{"status": "building", "progress", "build"}` until it
     is ready; small campaigns in the request), then streamed from storage."""
 

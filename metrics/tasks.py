@@ -1,8 +1,8 @@
 from celery import shared_task
 
-from .compare_build import compare_build_snapshot
+from .compare.build import compare_build_snapshot
 from .package.services import package_build_run
-from .services import report_build_snapshot
+from .snapshots.report import report_build_snapshot
 
 
 # Routed to the `default` queue (CELERY_TASK_DEFAULT_QUEUE).

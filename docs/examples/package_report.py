@@ -37,7 +37,7 @@ def main() -> None:
     from metrics.core import agreement
     from metrics.options import ReportOptions
     from metrics.package.read import package_load
-    from metrics.report import question_labels
+    from metrics.sections.report import question_labels
 
     package = package_load(args.package)
     data = package.campaign_data()  # CampaignData: questions x answers arrays, exactly as the server's

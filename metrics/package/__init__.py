@@ -1,6 +1,10 @@
-"""The replication package: built by `metrics/dataset.py` (+ `build.py`), read back without a
-database by `read.py`. `report_from_package(path_or_file, **options)` is the notebook entry point:
-it sets Django up with the default settings when nothing did (no database connection is made)."""
+"""What leaves the product as files: the replication package (`dataset`, with `build`: the tables and
+manifest beside the answers; its spec section `dataset_spec`; built by a worker: `services`) and a
+report's exports (`exports`: CSV zip and HTML, the database step before `metrics.render`); `read`
+recomputes the report from a package without a database.
+
+`report_from_package(path_or_file, **options)` is the notebook entry point: it sets Django up with the
+default settings when nothing did (no database connection is made)."""
 from __future__ import annotations
 
 import os

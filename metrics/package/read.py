@@ -26,12 +26,11 @@ import pyarrow.parquet as pq
 from annotation.redundancy import is_adaptive, redundancy_summary
 from annotation.spec_section import annotation_settings
 from common.errors import ApplicationError
-
-from ..extract import assemble
-from ..extract.data import AnswerColumns, CampaignData, CampaignFacts, QuestionColumns
-from ..extract.machine import MachineData, machine_data_from
-from ..options import ReportOptions
-from ..report_sources import source_report
+from metrics.extract import assemble
+from metrics.extract.data import AnswerColumns, CampaignData, CampaignFacts, QuestionColumns
+from metrics.extract.machine import MachineData, machine_data_from
+from metrics.options import ReportOptions
+from metrics.sections.sources import source_report
 
 FORMATS = (2,)
 PREFIX = "annotator_"
@@ -90,7 +89,7 @@ class Package:
         return sorted(rows, key=lambda r: (r["image"], r["model"]))
 
     def redundancy(self) -> dict[str, Any]:
-        """The report's `redundancy` block (adaptive campaigns), as `metrics.report.redundancy_section`."""
+        """The report's `redundancy` block (adaptive campaigns), as `metrics.sections.report.redundancy_section`."""
         rule = annotation_settings(self.facts)["redundancy"]
         if not is_adaptive(rule):
             return {}
@@ -219,7 +218,7 @@ def package_load(source: str | os.PathLike[str] | IO[bytes]) -> Package:
 
 
 def package_report(package: Package, options: ReportOptions) -> dict[str, Any]:
-    """The report of a loaded package (`metrics.services.report_build`'s steps on the package's data)."""
+    """The report of a loaded package (`metrics.snapshots.report.report_build`'s steps on the package's data)."""
     data = package.campaign_data(exclude_blocked=options.exclude_blocked)
     mdata = package.machine_data(data, options.labeller) if options.labeller else None
     report = source_report(data, mdata, options)

@@ -23,10 +23,10 @@ from django.db.models import Count, Max
 
 from campaigns.models import Campaign
 from common.tasks import task_send
+from metrics.extract import campaign_data_version
+from metrics.models import PackageBuild
 
-from ..dataset import dataset_write
-from ..extract import campaign_data_version
-from ..models import PackageBuild
+from .dataset import dataset_write
 
 INLINE_MAX_ANSWERS = 20_000
 PREFIX = "private/packages"

@@ -38,11 +38,13 @@ from django.apps import apps
 from annotation.models import Enrollment
 from campaigns.models import Campaign
 from generation.models import Image
+from metrics.extract import campaign_data
+from metrics.extract.data import CampaignData
+from metrics.options import ReportOptions
+from metrics.sections.report import label_table
+from metrics.snapshots.report import report_get
 
-from .extract import campaign_data
-from .extract.data import CampaignData
-from .options import ReportOptions
-from .package.build import (
+from .build import (
     annotator_numbers,
     arrival,
     demographics_table,
@@ -53,8 +55,6 @@ from .package.build import (
     pseudonyms,
     question_extras,
 )
-from .report import label_table
-from .services import report_get
 
 CHUNK = 100_000
 IMAGE_COUNTS = ("images", "images_done", "images_excluded", "images_failed", "images_filtered")
