@@ -45,6 +45,7 @@ def test_instructions_are_edited_in_the_form_and_previewed(browser: Browser, set
     b.find("#b-si-paired").send_keys("Two people: judge each one.")
     b.wait(lambda d: "Two people: judge each one." in b.find("#tp-setting-text").text, message="preview not updated")
     assert b.find("#tp-instructions").text == "We are the Example Lab. Thank you for helping."
+    b.shot("console-new-task-preview")
     spec = json.loads(b.find("#spec").get_attribute("value"))
     assert spec["annotation"]["instructions"] == "We are the Example Lab. Thank you for helping."
     texts = spec["annotation"]["setting_instructions"]
