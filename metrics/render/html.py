@@ -7,11 +7,11 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from metrics.compare import metric_label
+from metrics.compare.rows import metric_label
 from metrics.extract.data import CampaignFacts
 
 from . import charts
-from .sections import sections_of
+from .registry import sections_of
 
 
 def _section_warnings(warnings: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
@@ -42,7 +42,7 @@ def report_html(*, campaign: CampaignFacts, report: dict[str, Any], query: str =
 
 
 def compare_page(result: dict[str, Any]) -> dict[str, Any]:
-    """Template context of a comparison (`services.report_compare`'s result): metric labels and one
+    """Template context of a comparison (`metrics.snapshots.report.report_compare`'s result): metric labels and one
     bar chart per compared metric."""
     labels = [(m, metric_label(m)) for m in result["metrics"]]
     return {"metric_labels": labels,

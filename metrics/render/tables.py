@@ -11,9 +11,9 @@ import pandas as pd
 
 from common.csvsafe import csv_cell, csv_frame, csv_writer
 from metrics.extract.data import AnswerTable, CampaignData, CampaignFacts
-from metrics.report import LabelTable
+from metrics.sections.report import LabelTable
 
-from .sections import Table, sections_of
+from .registry import Table, sections_of
 
 ANSWER_COLUMNS = ["answer_id", "question_id", "image_id", "annotator_id", "choice", "time_ms", "created_at",
                   "setting", "slot", "is_gold", "image_excluded", "corrects_answer_id", "superseded"]

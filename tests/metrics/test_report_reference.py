@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 
 from campaigns import presets
 from metrics.core.amplification import amplification as core_amplification
-from metrics.report import ReportOptions
-from metrics.services import report_build
+from metrics.sections.report import ReportOptions
+from metrics.snapshots.report import report_build
 from tests.builders.intervals import count_intervals, interval_violations
 from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 

@@ -11,11 +11,11 @@ import pytest
 from django.contrib.auth.models import User
 
 from metrics import render
-from metrics import report as report_module
 from metrics.core.report_warnings import collecting, section_warnings, warn
 from metrics.extract import CampaignFacts, campaign_data
 from metrics.options import ReportOptions
-from metrics.report import label_table, report_from_data
+from metrics.sections import report as report_module
+from metrics.sections.report import label_table, report_from_data
 from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions, stereotyped
 
 

@@ -18,10 +18,10 @@ from scipy import stats
 from metrics.core import gep, hybrid, machine, pst
 from metrics.core._arrays import index_in
 from metrics.core.report_warnings import collecting
+from metrics.extract.data import CampaignData
+from metrics.extract.machine import MachineData
+from metrics.options import ReportOptions
 
-from .extract.data import CampaignData
-from .extract.machine import MachineData
-from .options import ReportOptions
 from .report import _f, gep_section, question_labels, report_from_data, report_seed
 
 
