@@ -3,8 +3,9 @@
 `package_load(source)` reads the zip (a path or a binary file) into the columns the extraction's
 readers return (`QuestionColumns`, `AnswerColumns`, the blocked annotators, the image counts);
 `metrics.extract.assemble` turns them into the same `CampaignData` the server's extract step builds,
-and the same section code computes the report (`source_report`, plus the redundancy block from the
-same two counts as `annotation.selectors.redundancy_spent`). The figures are therefore the server's
+and the same code computes the report (`metrics.snapshots.report.report_compute`, what the server's
+`report_build` runs; the redundancy block from the same two counts as
+`annotation.selectors.redundancy_spent`). The figures are therefore the server's
 by construction; `tests/metrics/test_package_report.py` holds them equal key by key.
 
 Annotator ids are the package's pseudonym numbers (`annotator_0007` -> 7), which keep the order of
@@ -30,7 +31,7 @@ from metrics.extract import assemble
 from metrics.extract.data import AnswerColumns, CampaignData, CampaignFacts, QuestionColumns
 from metrics.extract.machine import MachineData, machine_data_from
 from metrics.options import ReportOptions
-from metrics.sections.sources import source_report
+from metrics.snapshots.report import report_compute
 
 FORMATS = (2,)
 PREFIX = "annotator_"
@@ -218,14 +219,14 @@ def package_load(source: str | os.PathLike[str] | IO[bytes]) -> Package:
 
 
 def package_report(package: Package, options: ReportOptions) -> dict[str, Any]:
-    """The report of a loaded package (`metrics.snapshots.report.report_build`'s steps on the package's data)."""
+    """The report of a loaded package (`metrics.snapshots.report.report_compute`, as
+    `report_build` runs it, on the package's data)."""
     data = package.campaign_data(exclude_blocked=options.exclude_blocked)
     mdata = package.machine_data(data, options.labeller) if options.labeller else None
-    report = source_report(data, mdata, options)
-    report.update(package.redundancy())
+    report = report_compute(data, mdata, options, redundancy=package.redundancy())
     if package.manifest.get("demographics") != "all":  # the package cannot name every group: left out
         report.pop("annotators", None)
-    return json.loads(json.dumps(report))
+    return report
 
 
 def report_options(package: Package, **options: Any) -> ReportOptions:
