@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from metrics.core import gep, hybrid, machine, pst
+from metrics.core import gep, hybrid, hybrid_intervals, machine, pst
 from metrics.core._arrays import index_in
 
 from .extract.data import CampaignData
@@ -139,35 +139,38 @@ def clipscore_section(data: CampaignData, mdata: MachineData) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ hybrid
+# A question the machine failed to label gets a fixed value, so that every question has one (issue 22,
+# defect 5): PST "Cannot identify" (coded as the report codes it), GEP "No" (absent).
+MACHINE_FAILED = {"pst": "Cannot identify", "gep": "No"}
+
+
+def machine_values(data: CampaignData, mdata: MachineData) -> np.ndarray:
+    """The machine's label per question, a failed (missing) label replaced by the fixed one."""
+    fixed = MACHINE_FAILED["gep" if data.campaign.kind == "gep" else "pst"]
+    return np.where(mdata.choice == "", fixed, mdata.choice).astype(object)
+
+
 def _split(human: np.ndarray, mdata: MachineData) -> tuple[np.ndarray, np.ndarray]:
-    """(labeled, unlabeled) questions: with a recorded human sample, questions of sampled images with
-    a human label / of the other images; without one, questions with / without a human label (then
-    PPI assumes the answered questions are a random subset: said in `sample`)."""
-    has_m = mdata.choice != ""
-    has_h = (human != "") & (human != "tie")
+    """(labeled, unlabeled) questions: with a recorded human sample, the sampled images' questions
+    with a human label (a tie included: the report codes it) / every question of the other images;
+    without one, questions with / without a human label (then PPI assumes the answered questions are
+    a random subset: said in `sample`). Every question has a machine value (`machine_values`), so
+    the hybrid estimates the human report's own quantity (issue 22, defect 5)."""
+    has_h = human != ""
     if mdata.sample_active:
-        return mdata.sampled & has_h & has_m, ~mdata.sampled & has_m
-    return has_h & has_m, ~has_h & (human != "tie") & has_m
+        return mdata.sampled & has_h, ~mdata.sampled
+    return has_h, ~has_h
 
 
 def _freq(num_h: np.ndarray, den_h: np.ndarray, num_m: np.ndarray, den_m: np.ndarray, lab: np.ndarray,
-          unl: np.ndarray, confidence: float, scale: float = 1.0) -> dict[str, Any]:
-    if (den_h[lab] == 1).all() and (den_m[lab] == 1).all() and (den_m[unl] == 1).all():
-        r = hybrid.ppi_mean(num_h[lab], num_m[lab], num_m[unl], confidence)
-        if scale != 1.0:
-            r = _scaled(r, scale)
-        return r
-    return hybrid.ppi_ratio(num_h[lab], den_h[lab], num_m[lab], den_m[lab], num_m[unl], den_m[unl], confidence,
-                            scale)
+          unl: np.ndarray, confidence: float, scale: float = 1.0, proportion: bool = True) -> dict[str, Any]:
+    return hybrid_intervals.hybrid_share(num_h[lab], den_h[lab], num_m[lab], den_m[lab], num_m[unl], den_m[unl],
+                                         confidence, scale, proportion)
 
 
-def _scaled(r: dict[str, Any], k: float) -> dict[str, Any]:
-    def sc(v: Any) -> Any:
-        return None if v is None else k * v
-    out = dict(r, estimate=sc(r["estimate"]), ci=[sc(v) for v in r["ci"]])
-    for part in ("human_only", "machine_only"):
-        out[part] = dict(r[part], estimate=sc(r[part]["estimate"]), ci=[sc(v) for v in r[part]["ci"]])
-    return out
+def _difference(a: dict[str, Any], b: dict[str, Any], counts: tuple[float, float, float, float],
+                confidence: float) -> dict[str, Any]:
+    return hybrid_intervals.hybrid_difference(a, b, counts, confidence)
 
 
 def _image_rows(images: np.ndarray, cells: np.ndarray, n_cells: int, cols: list[np.ndarray], keep: np.ndarray
@@ -189,7 +192,8 @@ def hybrid_section(data: CampaignData, human: np.ndarray, mdata: MachineData, op
                    "human_questions": int(lab.sum()), "machine_only_questions": int(unl.sum()),
                    "human_images": int(np.unique(data.q_image[lab]).size),
                    "machine_only_images": int(np.unique(data.q_image[unl]).size)},
-        "methods": hybrid.METHODS, "confidence": options.confidence}
+        "methods": {**hybrid.METHODS, "sparse": hybrid_intervals.SPARSE_METHODS,
+                    "machine_failed": MACHINE_FAILED[data.campaign.kind if data.campaign.kind == "gep" else "pst"]}, "confidence": options.confidence}
     if data.campaign.kind == "gep":
         out.update(_gep_hybrid(data, human, mdata, lab, unl, options, seed))
     else:
@@ -204,7 +208,7 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
     attr_order = [a["name"] for a in design["attributes"]]
     g_all, a_all = data.q_meta["gender"], data.q_meta["attribute"]
     ph, ch, _ = gep.present_weights(human, options.gep_tie_policy)
-    pm, cm, _ = gep.present_weights(mdata.choice, options.gep_tie_policy)
+    pm, cm, _ = gep.present_weights(machine_values(data, mdata), options.gep_tie_policy)
     out: dict[str, Any] = {}
     for setting in ("neutral", "explicit"):
         mask = (data.q_setting == setting) & np.isin(g_all, genders)
@@ -212,11 +216,14 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
             continue
         attrs = [a for a in attr_order if ((a_all == a) & mask).any()]
         freqs: dict[str, dict[str, Any]] = {g: {} for g in genders}
+        counts: dict[str, dict[str, tuple[float, float]]] = {g: {} for g in genders}
         for g in genders:
             for a in attrs:
                 cell = mask & (g_all == g) & (a_all == a)
                 freqs[g][a] = _freq(ph, ch, pm, cm, cell & lab, cell & unl, options.confidence)
-        vector = {a: hybrid.ppi_difference(freqs[genders[0]][a], freqs[genders[1]][a], options.confidence)
+                counts[g][a] = (float(ph[cell & lab].sum()), float(ch[cell & lab].sum()))
+        vector = {a: _difference(freqs[genders[0]][a], freqs[genders[1]][a],
+                                 (*counts[genders[0]][a], *counts[genders[1]][a]), options.confidence)
                   for a in attrs}
         cells = np.where(g_all == genders[0], 0, 1) * len(attrs) + np.maximum(index_in(a_all, attrs), 0)
         n_cells = 2 * len(attrs)
@@ -224,21 +231,10 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         rows_h = _image_rows(data.q_image, cells, n_cells, [ph, ch], keep_h)
         rows_m = _image_rows(data.q_image, cells, n_cells, [pm, cm], keep_h)
         rows_u = _image_rows(data.q_image, cells, n_cells, [pm, cm], keep_u)
-        score = hybrid.ppi_statistic(_gep_score_rows(len(attrs), n_cells), rows_h, rows_m, rows_u,
-                                     n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+        score = hybrid_intervals.ppi_gep_score(rows_h, rows_m, rows_u, len(attrs), n_boot=options.n_boot,
+                                               confidence=options.confidence, seed=seed)
         out[setting] = {"frequencies": freqs, "vector": {a: vector[a] for a in attrs}, "score": score}
     return out
-
-
-def _gep_score_rows(n_attr: int, n_cells: int):  # type: ignore[no-untyped-def]
-    def score(rows: np.ndarray) -> float:
-        t = rows.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = t[:n_cells] / t[n_cells:]
-        v = f[:n_attr] - f[n_attr:]
-        v = v[np.isfinite(v)]
-        return float(np.mean(np.abs(v))) if v.size else float("nan")
-    return score
 
 
 def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: np.ndarray, unl: np.ndarray,
@@ -248,9 +244,10 @@ def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
     stereotypes = np.array([stereotype_of.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
     identities = data.q_meta["identity"]
     sh, wh = (x.astype(float) for x in pst.stereo_weights(human, stereotypes, options.treatment))
-    sm, wm = (x.astype(float) for x in pst.stereo_weights(mdata.choice, stereotypes, options.treatment))
+    m_choice = machine_values(data, mdata)
+    sm, wm = (x.astype(float) for x in pst.stereo_weights(m_choice, stereotypes, options.treatment))
     fem_h = (pst.label_kinds(human) == pst.K_FEM).astype(float)
-    fem_m = (pst.label_kinds(mdata.choice) == pst.K_FEM).astype(float)
+    fem_m = (pst.label_kinds(m_choice) == pst.K_FEM).astype(float)
     conf = options.confidence
     out: dict[str, Any] = {}
     for setting in ("single", "paired", "intervention"):
@@ -266,9 +263,10 @@ def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         micro, feminine = {}, {}
         for ident in names:
             cell = mask & (identities == ident)
-            micro[ident] = _freq(sh * wh, wh, sm * wm, wm, cell & lab, cell & unl, conf, scale=100.0)
+            micro[ident] = _freq(sh * wh, wh, sm * wm, wm, cell & lab, cell & unl, conf, scale=100.0,
+                                 proportion=False)
             feminine[ident] = _freq(fem_h, wh if options.treatment == "excluded" else (human != "").astype(float),
-                                    fem_m, wm if options.treatment == "excluded" else (mdata.choice != "").astype(float),
+                                    fem_m, wm if options.treatment == "excluded" else np.ones(m_choice.size),
                                     cell & lab, cell & unl, conf, scale=100.0)
         out[setting] = {"overall": overall, "micro": micro, "percent_feminine": feminine}
     return out
