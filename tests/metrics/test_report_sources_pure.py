@@ -49,13 +49,17 @@ def test_hybrid_section_calls_ppi_on_the_right_rows() -> None:
     ref = hybrid.ppi_mean((human[lab] == "Yes").astype(float), (mdata.choice[lab] == "Yes").astype(float),
                           (mdata.choice[unl] == "Yes").astype(float))
     got = out["neutral"]["frequencies"]["woman"]["dress"]
-    assert got == ref
-    assert out["neutral"]["vector"]["dress"]["estimate"] == pytest.approx(
-        got["estimate"] - out["neutral"]["frequencies"]["man"]["dress"]["estimate"])
+    assert got == {**ref, "sparse": False}
+    man = out["neutral"]["frequencies"]["man"]["dress"]  # f = 0.05: about 4 present among ~90 human labels
+    assert man["sparse"] and man["method"] == "wilson-human" and man["ci"][0] <= man["estimate"] <= man["ci"][1]
+    vec = out["neutral"]["vector"]["dress"]
+    assert vec["method"] == "newcombe-human" and vec["estimate"] == pytest.approx(
+        got["human_only"]["estimate"] - man["estimate"])
     assert out["sample"]["human_questions"] == int(mdata.sampled.sum())
     score = out["neutral"]["score"]
     truth = np.mean([abs(TRUTH[("woman", a)] - TRUTH[("man", a)]) for a in ATTRS])
-    assert score["ci"][0] < truth < score["ci"][1] and score["method"] == "ppboot"
+    assert score["ci"][0] < truth < score["ci"][1] and score["method"] == "ppi-gep-test-inversion"
+    assert score["ci"][0] <= score["estimate"] <= score["ci"][1]
 
 
 def test_report_level_frequencies_cover_and_machine_only_does_not() -> None:
