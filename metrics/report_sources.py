@@ -68,6 +68,13 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
                                           "roc_auc_mean_ci": res["roc_auc_mean_ci"]}
         else:
             out["by_setting"][setting] = machine.label_agreement(human[m], mdata.choice[m], data.q_image[m], **kw)
+    if is_gep:  # GEP Tables 7 and 16: each attribute's ROC-AUC pooled over both settings (320 images per model)
+        res = machine.agreement_by_group(human, mdata.choice, data.q_image, data.q_meta["attribute"],
+                                         score=mdata.score, positive=_positive(mdata), n_boot=options.n_boot,
+                                         confidence=options.confidence, seed=seed)
+        out["pooled_settings"] = {**res["overall"], "attributes": res["groups"], "roc_auc_mean": res["roc_auc_mean"],
+                                  "roc_auc_mean_ci": res["roc_auc_mean_ci"],
+                                  "settings": sorted(set(data.q_setting.tolist()))}
     return out
 
 
@@ -79,11 +86,15 @@ def _positive(mdata: MachineData, mask: np.ndarray | None = None) -> str | None:
 
 
 # ------------------------------------------------------------------------------ GEP vectors
+RAW_BASIS = {"clip": "cos", "clip_cc": "diff"}
+
+
 def _score_vector(data: CampaignData, mdata: MachineData, mask: np.ndarray, gender_order: list[str],
-                  attributes: list[str]) -> dict[str, float | None] | None:
+                  attributes: list[str], values: np.ndarray | None = None) -> dict[str, float | None] | None:
     """GEP vector from the machine's scores (mean score per gender and attribute, GEP's C-f_a /
-    CLS-f_a), when every question of the setting has one."""
-    s = mdata.score[mask]
+    CLS-f_a), when every question of the setting has one; `values` replaces the scores (the raw
+    cos / diff of GEP_C / GEP_CC, the paper's scale)."""
+    s = (mdata.score if values is None else values)[mask]
     if s.size == 0 or not np.isfinite(s).all():
         return None
     g, a = data.q_meta["gender"][mask], data.q_meta["attribute"][mask]
@@ -97,9 +108,11 @@ def _score_vector(data: CampaignData, mdata: MachineData, mask: np.ndarray, gend
 def gep_comparison(data: CampaignData, human: np.ndarray, ties: np.ndarray, mdata: MachineData,
                    options: ReportOptions, seed: int) -> dict[str, Any]:
     """`auto.<labeller>.gep.<setting>`: the machine's score and vector and, against the human vector,
-    Kendall tau-b, sign MCC and Pearson r (GEP Tables 4, 19). `basis`: "scores" when the labeller gave
-    a score on every question of the setting (the vector of mean scores, as GEP's C-f_a / CLS-f_a),
-    else "labels" (the GEP section of the machine labels)."""
+    Kendall tau-b, sign MCC and Pearson r (GEP Tables 4, 19). `basis`: "cos" / "diff" for GEP_C /
+    GEP_CC when every question of the setting has its raw similarity (the paper's eq. 4 / 5 scale:
+    mean cos or cos difference per gender and attribute), else "scores" when the labeller gave a score
+    on every question (the vector of mean scores, as GEP's CLS-f_a), else "labels" (the GEP section
+    of the machine labels)."""
     quiet = dataclasses.replace(options, n_boot=0, n_perm=0)
     human_sec = gep_section(data, human, ties, quiet, seed)
     machine_sec = gep_section(data, mdata.choice, np.zeros(human.size, dtype=bool), quiet, seed)
@@ -110,16 +123,22 @@ def gep_comparison(data: CampaignData, human: np.ndarray, ties: np.ndarray, mdat
             continue
         attrs = list(human_sec[setting]["vector"])
         mask = (data.q_setting == setting) & np.isin(data.q_meta["gender"], gender_order[:2])
-        by_scores = _score_vector(data, mdata, mask, gender_order, attrs)
+        by_raw = (_score_vector(data, mdata, mask, gender_order, attrs, mdata.raw)
+                  if mdata.raw is not None and RAW_BASIS.get(mdata.labeller) else None)
+        by_scores = by_raw if by_raw is not None else _score_vector(data, mdata, mask, gender_order, attrs)
         vector = by_scores if by_scores is not None else machine_sec[setting]["vector"]
         values = [v for v in vector.values() if v is not None]
         score = float(np.mean(np.abs(values))) if values else None
-        out[setting] = {"basis": "scores" if by_scores is not None else "labels", "score": _f(score),
+        basis = RAW_BASIS[mdata.labeller] if by_raw is not None else "scores" if by_scores is not None else "labels"
+        out[setting] = {"basis": basis, "score": _f(score),
                         "vector": vector, "human_score": human_sec[setting]["score"],
                         "human_vector": human_sec[setting]["vector"],
                         "label_score": machine_sec[setting]["score"],
                         **machine.vector_agreement(vector, human_sec[setting]["vector"], attrs)}
     return out
+
+
+CS_PAPER_SCALE = 100.0 / 2.5  # stored CLIPScore 2.5 * cos -> GEP Table 3's 100 * cos
 
 
 def clipscore_section(data: CampaignData, mdata: MachineData) -> dict[str, Any]:
@@ -133,8 +152,13 @@ def clipscore_section(data: CampaignData, mdata: MachineData) -> dict[str, Any]:
             continue
         v = np.array([r["score"] for r in rows], dtype=float)
         ci = stats.t.interval(0.95, v.size - 1, loc=v.mean(), scale=stats.sem(v)) if v.size > 1 else (None, None)
+        k = CS_PAPER_SCALE
         out[setting] = {"mean": _f(v.mean()), "ci": [_f(ci[0]), _f(ci[1])], "images": int(v.size),
-                        "models": sorted({r["model"] for r in rows})}
+                        "models": sorted({r["model"] for r in rows}),
+                        "cs_100cos": {"mean": _f(k * v.mean()), "ci": [_f(None if ci[0] is None else k * ci[0]),
+                                                                      _f(None if ci[1] is None else k * ci[1])],
+                                      "definition": "100 * cos(image, prompt): GEP Table 3's CS column (from the "
+                                                    "stored 2.5 * max(cos, 0); a negative cos counts as 0)"}}
     return out
 
 
