@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - only before bench/validity.py exists
         run: Callable[[int], bool]
 
 TRUE_KAPPA = 0.90
-N_QUESTIONS = 400
+N_QUESTIONS = 800
 CFG = {"min": 2, "max": 5, "rule": "confidence", "threshold": 0.75, "prior": 1.0}
 
 
