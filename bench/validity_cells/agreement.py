@@ -2,7 +2,7 @@
 campaign of binary questions (true "yes" share 0.5) answered by annotators of one accuracy, so that
 the fixed-design Fleiss' kappa is 0.90; questions collect answers by the campaign's adaptive rule
 (`annotation.redundancy.settled`, defaults min 2, max 5, threshold 0.75). The report's agreement
-(`metrics.report.agreement_data`: the first `min` answers of every question in order of arrival)
+(`metrics.sections.report.agreement_data`: the first `min` answers of every question in order of arrival)
 is computed, with a percentile bootstrap interval over questions (400 draws), and the cell says
 whether it covers the true value (kappa / alpha 0.90, percent agreement a^2 + (1 - a)^2).
 The old basis (every answer, kappa on the questions with the modal count) gave kappa 1.000.
@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-try:  # the harness's Cell (bench/validity.py); the same four fields here until it lands
-    from bench.validity import Cell  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - only before bench/validity.py exists
-    @dataclass(frozen=True)
-    class Cell:  # type: ignore[no-redef]
-        name: str
-        kind: str
-        target: float
-        run: Callable[[int], bool]
+from bench.validity_cells import Cell
+from bench.validity_cells.hybrid import django_ready
 
 TRUE_KAPPA = 0.90
 N_QUESTIONS = 800
@@ -72,9 +64,10 @@ def _runs(sorted_q: np.ndarray) -> list[tuple[int, int]]:
 
 
 @functools.lru_cache(maxsize=2048)
-def _figures(seed: int) -> dict[str, tuple[float, float, float]]:
+def _figures(seed: int, legacy: bool = False) -> dict[str, tuple[float, float, float]]:
+    django_ready()
     from metrics.extract.data import CampaignData, CampaignFacts
-    from metrics.report import agreement_data, agreement_section
+    from metrics.sections.report import agreement_data, agreement_section
 
     q, codes, arrival = simulate(seed)
     nq = N_QUESTIONS
@@ -82,12 +75,15 @@ def _figures(seed: int) -> dict[str, tuple[float, float, float]]:
                           spec={"annotation": {"redundancy": dict(CFG)}})
     data = CampaignData(facts, np.arange(nq, dtype=np.int64), np.arange(nq, dtype=np.int64), np.full(nq, "neutral"),
                         {}, q, np.arange(q.size, dtype=np.int64), codes, ["No", "Yes"], a_arrival=arrival)
-    sub, _ = agreement_data(data)
+    sub = data if legacy else agreement_data(data)[0]  # legacy: every answer (the report before)
     est = agreement_section(sub)["overall"]
     counts = sub.vote_counts().astype(float)
     rng = np.random.default_rng(seed + 10_000)
     w = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=400).astype(float)  # bootstrap over questions
     draws = _bootstrap(counts, w)
+    if legacy:  # Fleiss on the questions with the modal answer count, as the report did
+        modal = counts.sum(axis=1) == np.bincount(counts.sum(axis=1).astype(int)).argmax()
+        draws = _bootstrap(counts[modal], w[:, modal])
     out = {}
     for key, d in draws.items():
         lo, hi = np.nanquantile(d, [0.025, 0.975])
@@ -118,15 +114,20 @@ def truth(key: str) -> float:
     return a * a + (1 - a) * (1 - a) if key == "percent_agreement" else TRUE_KAPPA
 
 
-def _cell(key: str) -> Callable[[int], bool]:
+def _cell(key: str, legacy: bool = False) -> Callable[[int], bool]:
     def run(seed: int) -> bool:
-        _, lo, hi = _figures(seed)[key]
+        _, lo, hi = _figures(seed, legacy)[key]
         return bool(lo <= truth(key) <= hi)
     return run
 
 
+NOTE = ("report's agreement on the first min=2 answers of 800 questions (adaptive min 2, max 5, threshold 0.75), "
+        "percentile bootstrap over questions")
+
 CELLS = [
-    Cell("agreement.adaptive.fleiss_kappa_first_min", "coverage", 0.95, _cell("fleiss_kappa")),
-    Cell("agreement.adaptive.krippendorff_alpha_first_min", "coverage", 0.95, _cell("krippendorff_alpha")),
-    Cell("agreement.adaptive.percent_agreement_first_min", "coverage", 0.95, _cell("percent_agreement")),
+    Cell("adaptive.fleiss_kappa_first_min", "coverage", 0.95, _cell("fleiss_kappa"), NOTE),
+    Cell("adaptive.krippendorff_alpha_first_min", "coverage", 0.95, _cell("krippendorff_alpha"), NOTE),
+    Cell("adaptive.percent_agreement_first_min", "coverage", 0.95, _cell("percent_agreement"), NOTE),
+    Cell("adaptive.fleiss_kappa_all_answers", "coverage", 0.95, _cell("fleiss_kappa", legacy=True),
+         "LEGACY: kappa over every answer (questions with the modal count)", legacy=True),
 ]

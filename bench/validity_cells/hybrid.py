@@ -17,22 +17,22 @@ the interval covers the truth (``kind`` "coverage", target 0.95).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bench.validity_cells import Cell
+from metrics.core import hybrid
 from metrics.core import hybrid_intervals as hi
 
-try:  # the harness's Cell (bench/validity.py); the same four fields here until it lands
-    from bench.validity import Cell  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - only before bench/validity.py exists
-    @dataclass(frozen=True)
-    class Cell:  # type: ignore[no-redef]
-        name: str
-        kind: str
-        target: float
-        run: Callable[[int], bool]
+
+def django_ready() -> None:
+    """The report-level cells import the report's modules, which need Django's settings (no database)."""
+    from django.conf import settings
+
+    if not settings.configured:
+        from bench._django import setup
+        setup()
 
 # CogView2-like neutral frequencies (GEP paper: most attributes rare, small gender differences)
 SPARSE_W = np.array([0.02, 0.05, 0.01, 0.03, 0.08, 0.02, 0.04, 0.06, 0.01, 0.03, 0.02, 0.05, 0.10, 0.03])
@@ -89,10 +89,42 @@ def _covers(r: dict[str, Any], truth: float, holds_estimate: bool = True) -> boo
     return bool(lo - 1e-12 <= truth <= hi_ + 1e-12)
 
 
-def _score_cell(fw: np.ndarray, fm: np.ndarray, n_images: int, n_human: int) -> Callable[[int], bool]:
+def _score_cell(fw: np.ndarray, fm: np.ndarray, n_images: int, n_human: int, n_boot: int = 300
+                ) -> Callable[[int], bool]:
     def run(seed: int) -> bool:
-        r, truth = gep_score_campaign(seed, fw, fm, n_images, n_human)
+        r, truth = gep_score_campaign(seed, fw, fm, n_images, n_human, n_boot=n_boot)
         return _covers(r, truth)
+    return run
+
+
+def _legacy_ppboot_cell(fw: np.ndarray, fm: np.ndarray, n_images: int, n_human: int) -> Callable[[int], bool]:
+    """The percentile prediction-powered bootstrap the report printed before (``ppi_py.ppboot``)."""
+    na = fw.size
+
+    def score(rows: np.ndarray) -> float:
+        t = rows.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = t[:2 * na] / t[2 * na:]
+        v = f[:na] - f[na:]
+        v = v[np.isfinite(v)]
+        return float(np.mean(np.abs(v))) if v.size else float("nan")
+
+    def run(seed: int) -> bool:
+        rng = np.random.default_rng(seed)
+        rows_h, rows_m, rows_u = [], [], []
+        for g, f in enumerate((fw, fm)):
+            y = (rng.random((n_images, na)) < f[None, :]).astype(float)
+            yh = _machine(rng, y, 0.85, 0.03)
+            s = _sample(rng, n_images, n_human)
+            for out, v in ((rows_h, y[s]), (rows_m, yh[s]), (rows_u, yh[~s])):
+                present = np.zeros((v.shape[0], 2 * na))
+                present[:, g * na:(g + 1) * na] = v
+                counted = np.zeros_like(present)
+                counted[:, g * na:(g + 1) * na] = 1.0
+                out.append(np.hstack([present, counted]))
+        r = hybrid.ppi_statistic(score, np.vstack(rows_h), np.vstack(rows_m), np.vstack(rows_u), n_boot=200,
+                                 seed=seed)
+        return _covers(r, float(np.mean(np.abs(fw - fm))))
     return run
 
 
@@ -106,9 +138,15 @@ def share_campaign(rng: np.random.Generator, f: float, n_total: int, n_human: in
     return r, (float(y[s].sum()), float(s.sum()))
 
 
-def _frequency_cell(f: float, n_total: int, n_human: int) -> Callable[[int], bool]:
+def _frequency_cell(f: float, n_total: int, n_human: int, legacy: bool = False) -> Callable[[int], bool]:
     def run(seed: int) -> bool:
-        r, _ = share_campaign(np.random.default_rng(seed), f, n_total, n_human)
+        rng = np.random.default_rng(seed)
+        if legacy:  # the plain PPI Wald interval whatever the human counts (the report before)
+            y = (rng.random(n_total) < f).astype(float)
+            yh = _machine(rng, y, 0.85, 0.05)
+            s = _sample(rng, n_total, n_human)
+            return _covers(hybrid.ppi_mean(y[s], yh[s], yh[~s]), f, holds_estimate=False)
+        r, _ = share_campaign(rng, f, n_total, n_human)
         return _covers(r, f)
     return run
 
@@ -142,13 +180,11 @@ def pst_campaign(seed: int, n_images: int = 400, n_human: int = 120, fail_ambigu
     person (ties included); the machine flips feminine -> masculine 15%, masculine -> feminine 5%,
     says "Cannot identify" on half the ambiguous persons and fails (no label) on ``fail_ambiguous`` of
     them. Returns the report's hybrid `single` setting block."""
+    django_ready()
     from metrics.extract.data import CampaignData, CampaignFacts
     from metrics.extract.machine import MachineData
     from metrics.options import ReportOptions
-    try:
-        from metrics.report_sources import hybrid_section
-    except ImportError:  # pragma: no cover - after the metrics tiers move
-        from metrics.sections.report_sources import hybrid_section  # type: ignore[import-not-found,no-redef]
+    from metrics.sections.sources import hybrid_section
 
     rng = np.random.default_rng(seed)
     q = 2 * n_images
@@ -182,17 +218,33 @@ def _sts_cell(fail: float) -> Callable[[int], bool]:
     return run
 
 
+NOTE_SCORE = "hybrid GEP score, test inversion over PPI signed components; fails a run whose interval excludes its estimate"
+NOTE_SPARSE = "human Wilson / Newcombe fallback below 10 present or absent human labels, else PPI"
+
 CELLS = [
-    Cell("hybrid.gep_score.sparse_80img_40human", "coverage", 0.95, _score_cell(SPARSE_W, SPARSE_M, 80, 40)),
-    Cell("hybrid.gep_score.sparse_400img_100human", "coverage", 0.95, _score_cell(SPARSE_W, SPARSE_M, 400, 100)),
-    Cell("hybrid.gep_score.zero_400img_100human", "coverage", 0.95, _score_cell(SPARSE_W, SPARSE_W, 400, 100)),
-    Cell("hybrid.gep_score.dense_400img_100human", "coverage", 0.95, _score_cell(DENSE_W, DENSE_M, 400, 100)),
-    Cell("hybrid.frequency.f002_40human", "coverage", 0.95, _frequency_cell(0.02, 400, 40)),
-    Cell("hybrid.frequency.f005_40human", "coverage", 0.95, _frequency_cell(0.05, 400, 40)),
-    Cell("hybrid.frequency.f005_100human", "coverage", 0.95, _frequency_cell(0.05, 1000, 100)),
-    Cell("hybrid.frequency.f030_200human", "coverage", 0.95, _frequency_cell(0.30, 1000, 200)),
-    Cell("hybrid.vector.gender_fp_f010_005", "coverage", 0.95, _vector_cell(0.10, 0.05, 1000, 200, (0.02, 0.12))),
-    Cell("hybrid.vector.dense_f030_010", "coverage", 0.95, _vector_cell(0.30, 0.10, 1000, 200, (0.05, 0.15))),
-    Cell("hybrid.sts.human_ties_3pct", "coverage", 0.95, _sts_cell(0.0)),
-    Cell("hybrid.sts.machine_fails_ambiguous", "coverage", 0.95, _sts_cell(0.8)),
+    Cell("gep_score.sparse_80img_40human", "coverage", 0.95, _score_cell(SPARSE_W, SPARSE_M, 80, 40),
+         "CogView2-like neutral frequencies, 14 attributes; " + NOTE_SCORE,
+         fast=_score_cell(SPARSE_W, SPARSE_M, 80, 40, n_boot=100)),
+    Cell("gep_score.sparse_400img_100human", "coverage", 0.95, _score_cell(SPARSE_W, SPARSE_M, 400, 100),
+         NOTE_SCORE, fast=_score_cell(SPARSE_W, SPARSE_M, 400, 100, n_boot=100)),
+    Cell("gep_score.zero_400img_100human", "coverage", 0.95, _score_cell(SPARSE_W, SPARSE_W, 400, 100),
+         "true GEP score exactly 0; " + NOTE_SCORE, fast=_score_cell(SPARSE_W, SPARSE_W, 400, 100, n_boot=100)),
+    Cell("gep_score.dense_400img_100human", "coverage", 0.95, _score_cell(DENSE_W, DENSE_M, 400, 100),
+         "8 attributes, frequencies 0.02-0.50", fast=_score_cell(DENSE_W, DENSE_M, 400, 100, n_boot=100)),
+    Cell("gep_score.ppboot_percentile.sparse_400img_100human", "coverage", 0.95,
+         _legacy_ppboot_cell(SPARSE_W, SPARSE_M, 400, 100), "LEGACY: the percentile ppboot interval", legacy=True),
+    Cell("frequency.f002_40human", "coverage", 0.95, _frequency_cell(0.02, 400, 40), NOTE_SPARSE),
+    Cell("frequency.f005_40human", "coverage", 0.95, _frequency_cell(0.05, 400, 40), NOTE_SPARSE),
+    Cell("frequency.f005_100human", "coverage", 0.95, _frequency_cell(0.05, 1000, 100), NOTE_SPARSE),
+    Cell("frequency.f030_200human", "coverage", 0.95, _frequency_cell(0.30, 1000, 200), NOTE_SPARSE),
+    Cell("frequency.ppi_wald.f002_40human", "coverage", 0.95, _frequency_cell(0.02, 400, 40, legacy=True),
+         "LEGACY: the PPI Wald interval at a sparse frequency", legacy=True),
+    Cell("vector.gender_fp_f010_005", "coverage", 0.95, _vector_cell(0.10, 0.05, 1000, 200, (0.02, 0.12)),
+         "machine false positives 2% for one gender, 12% for the other; " + NOTE_SPARSE),
+    Cell("vector.dense_f030_010", "coverage", 0.95, _vector_cell(0.30, 0.10, 1000, 200, (0.05, 0.15)),
+         "gender-dependent false positives 5% / 15%"),
+    Cell("sts.human_ties_3pct", "coverage", 0.95, _sts_cell(0.0),
+         "report's hybrid STS (paper formula), 3% human ties kept and coded as Cannot identify"),
+    Cell("sts.machine_fails_ambiguous", "coverage", 0.95, _sts_cell(0.8),
+         "machine fails on 80% of ambiguous persons: failures become Cannot identify"),
 ]

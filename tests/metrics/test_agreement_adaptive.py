@@ -11,7 +11,7 @@ from bench.validity_cells import agreement as cells
 from metrics.core import agreement
 from metrics.extract import arrival_ids
 from metrics.extract.data import CampaignData, CampaignFacts
-from metrics.report import agreement_data, agreement_section
+from metrics.sections.report import agreement_data, agreement_section
 
 
 def test_first_answers_keeps_the_first_k_per_item_in_order() -> None:
