@@ -25,7 +25,7 @@ import numpy as np
 
 from campaigns import presets
 from metrics.core import aggregation, agreement, gep, pst
-from metrics.core.report_warnings import collecting
+from metrics.core.report_warnings import collecting, warn
 from metrics.core.uncertainty import permutation_test_sts_studentized
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
@@ -378,6 +378,8 @@ def _report_sections(data: CampaignData, options: ReportOptions,
 
 def _agreement_block(data: CampaignData) -> dict[str, Any]:
     sub, basis = agreement_data(data)
+    if basis["note"]:
+        warn("agreement", basis["note"])
     return {**agreement_section(sub), **agreement_subsets(sub), "basis": basis}
 
 

@@ -17,7 +17,7 @@ from scipy import stats
 
 from metrics.core import gep, hybrid, hybrid_intervals, machine, pst
 from metrics.core._arrays import index_in
-from metrics.core.report_warnings import collecting
+from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData
 from metrics.options import ReportOptions
@@ -266,7 +266,19 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         score = hybrid_intervals.ppi_gep_score(rows_h, rows_m, rows_u, len(attrs), n_boot=options.n_boot,
                                                confidence=options.confidence, seed=seed)
         out[setting] = {"frequencies": freqs, "vector": {a: vector[a] for a in attrs}, "score": score}
+        _warn_sparse(f"hybrid.{mdata.labeller}.{setting}",
+                     [f for g in genders for f in freqs[g].values()] + list(vector.values()))
     return out
+
+
+def _warn_sparse(path: str, results: list[dict[str, Any]]) -> None:
+    """A warning when some shares fell back to the human interval (outside PPI's validity domain)."""
+    sparse = sum(1 for r in results if r.get("sparse"))
+    if sparse:
+        warn(path, f"{sparse} of {len(results)} frequencies or vector components have fewer than "
+                   f"{hybrid_intervals.MIN_HUMAN_COUNT} present or absent human-labelled questions, outside the "
+                   "PPI interval's validity domain: their human Wilson / Newcombe interval is shown "
+                   "(method wilson-human / newcombe-human)")
 
 
 def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: np.ndarray, unl: np.ndarray,
@@ -301,4 +313,5 @@ def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
                                     fem_m, wm if options.treatment == "excluded" else np.ones(m_choice.size),
                                     cell & lab, cell & unl, conf, scale=100.0)
         out[setting] = {"overall": overall, "micro": micro, "percent_feminine": feminine}
+        _warn_sparse(f"hybrid.{mdata.labeller}.{setting}", list(feminine.values()))
     return out
