@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from annotation.redundancy import is_adaptive, redundancy_summary
 from annotation.spec_section import annotation_settings
+from autolabel.selectors import raw_similarity
 from common.errors import ApplicationError
 from metrics.extract import assemble
 from metrics.extract.data import AnswerColumns, CampaignData, CampaignFacts, QuestionColumns
@@ -69,10 +70,12 @@ class Package:
                                    errors={"source": [f"no machine labels from {labeller!r} (labellers: {known})"]})
         assert labels is not None
         gold = dict(zip(self.questions.id.tolist(), self.questions.is_gold.tolist(), strict=True))
-        cols = {k: labels.column(k).to_pylist() for k in ("question_id", "labeller", "choice", "score", "model")}
-        rows = sorted(({"question": q, "choice": c, "score": sc, "model": m, "choices": self.question_choices.get(q, [])}
-                       for q, lab, c, sc, m in zip(cols["question_id"], cols["labeller"], cols["choice"], cols["score"],
-                                                   cols["model"], strict=True)
+        names_ = ("question_id", "labeller", "choice", "score", "model", "params")
+        cols = {k: labels.column(k).to_pylist() if k in labels.column_names else [None] * labels.num_rows
+                for k in names_}
+        rows = sorted(({"question": q, "choice": c, "score": sc, "model": m, "raw": raw_similarity(_json(p)),
+                        "choices": self.question_choices.get(q, [])}
+                       for q, lab, c, sc, m, p in zip(*(cols[k] for k in names_), strict=True)
                        if lab == labeller and not gold.get(q, False)), key=lambda r: r["question"])
         sample = self.tables.get("human_sample")
         sampled = set(sample.column("image_id").to_pylist()) if sample is not None else set()
@@ -106,6 +109,16 @@ class Package:
         for s in q.setting[row[original]].tolist():
             answers[s] = answers.get(s, 0) + 1
         return {"redundancy": redundancy_summary(rule, questions=questions, answers=answers)}
+
+
+def _json(text: Any) -> Any:
+    """A JSON column as the package stores it (machine_labels.parquet's `params`: JSON text)."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _member(z: zipfile.ZipFile, name: str) -> bytes | None:
