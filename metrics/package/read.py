@@ -14,7 +14,6 @@ the account ids, so orderings over annotators are the server's too.
 from __future__ import annotations
 
 import io
-import json
 import os
 import zipfile
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from annotation.redundancy import is_adaptive, redundancy_summary
 from annotation.spec_section import annotation_settings
 from autolabel.selectors import raw_similarity
 from common.errors import ApplicationError
+from common.inputs import json_loads
 from metrics.extract import assemble
 from metrics.extract.data import AnswerColumns, CampaignData, CampaignFacts, QuestionColumns
 from metrics.extract.machine import MachineData, machine_data_from
@@ -116,8 +116,8 @@ def _json(text: Any) -> Any:
     if not isinstance(text, str):
         return text
     try:
-        return json.loads(text)
-    except ValueError:
+        return json_loads(text)
+    except ApplicationError:
         return None
 
 
@@ -159,7 +159,9 @@ def _questions(table: pa.Table, keys: tuple[str, ...]) -> tuple[QuestionColumns,
     order = np.argsort(ids, kind="stable")
     table = table.take(pa.array(order))
     ids = ids[order]
-    choices = {int(q): json.loads(c) for q, c in zip(ids.tolist(), table.column("choices").to_pylist(), strict=True)}
+    texts = table.column("choices").to_pylist()
+    parsed = {t: json_loads(t) for t in set(texts)}  # a few distinct lists
+    choices = {int(q): parsed[t] for q, t in zip(ids.tolist(), texts, strict=True)}
     return QuestionColumns(
         id=ids, image=_ints(table, "image_id"),
         setting=_texts(table, "setting"),
@@ -204,11 +206,11 @@ def package_load(source: str | os.PathLike[str] | IO[bytes]) -> Package:
             raise ApplicationError("This replication package has no package.json (built before the report could "
                                    "be recomputed from a package): download it again",
                                    errors={"package": ["format 1: no package.json"]})
-        manifest = json.loads(raw)
+        manifest = json_loads(raw)
         if manifest.get("format") not in FORMATS:
             raise ApplicationError(f"Unknown replication package format {manifest.get('format')!r}",
                                    errors={"package": [f"format must be one of {FORMATS}"]})
-        spec = json.loads(z.read("spec.json"))
+        spec = json_loads(z.read("spec.json"))
         c = manifest["campaign"]
         facts = CampaignFacts(id=int(c["id"]), name=c["name"], kind=c["kind"], kind_display=c["kind_display"],
                               status=c["status"], seed=int(c["seed"]), spec=spec)
