@@ -24,6 +24,7 @@ from common.edge import body_parse
 from common.errors import ApplicationError, NotFoundError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
+from common.uploads import upload_check
 
 from . import inputs, selectors
 from .families import campaign_families
@@ -429,6 +430,7 @@ class CampaignImportApi(APIView):
         archive = request.FILES.get("archive")
         if archive is None:
             raise ApplicationError("An archive file is required.", errors={"archive": ["This field is required."]})
-        campaign = campaign_import(owner=request.user, data=archive.read())
+        campaign = campaign_import(owner=request.user,
+                                   data=upload_check(archive, field="archive", kind="archive"))
         return Response({"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status},
                         status=status.HTTP_201_CREATED)

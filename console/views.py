@@ -21,6 +21,7 @@ from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
+from common.uploads import upload_read
 from generation import services as generation_services
 from generation.selectors import image_list
 from metrics.compare_options import CompareOptions
@@ -72,10 +73,7 @@ def campaign_new_view(request: HttpRequest) -> HttpResponse:
         upload = request.FILES.get("spec_file")
         try:
             if upload is not None:
-                if upload.size > 1_000_000:
-                    raise ApplicationError("The spec file is too large (1 MB at most).",
-                                           errors={"spec_file": ["too large"]})
-                raw_bytes = upload.read()
+                raw_bytes = upload_read(upload, field="spec_file", kind="spec")
                 spec_text = raw_bytes.decode("utf-8", errors="replace")
                 spec = spec_load_text(raw_bytes, filename=upload.name or "")
             else:

@@ -30,12 +30,16 @@ from annotation.models import Annotator, Answer, Assignment, AssignmentItem, Que
 from campaigns.models import Campaign
 from common import fastpath
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
 from generation.models import Image
 
 from .models import MTurkAssignmentRecord
 
 REQUIRED_COLUMNS = ("HITId", "WorkerId", "AssignmentId", "AssignmentStatus")
 MAX_ERRORS_REPORTED = 200
+MAX_WORK_SECONDS = 365 * 24 * 3600  # MTurk's longest assignment duration
+MAX_REWARD_USD = 10_000  # per assignment (the stored amount has 8 digits, 2 decimals)
 
 GEP_PAPER_MAPPING: dict[str, Any] = {
     "slots": 10,
@@ -241,13 +245,16 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
                 continue
             answered[(worker, qid)] = index
             answers.append((qid, chosen[0], cid))
-        try:
-            seconds = int(float(row.get("WorkTimeInSeconds") or 0))
-        except ValueError:
-            bad(f"WorkTimeInSeconds: not a number: {row.get('WorkTimeInSeconds')!r}")
+        try:  # common.numbers: finite, bounded, a problem naming the column
+            seconds = int(number(row.get("WorkTimeInSeconds") or 0, field="WorkTimeInSeconds", kind="float",
+                                 minimum=0, maximum=MAX_WORK_SECONDS))
+            reward = number(row.get("Reward") or 0, field="Reward", kind="decimal", minimum=0,
+                            maximum=MAX_REWARD_USD, places=2, currency=True)
+        except BodyError as exc:
+            bad(exc.message)
             continue
         planned.append({"assignment": assignment_id, "hit": hit, "worker": worker, "status": status,
-                        "seconds": seconds, "answers": answers, "reward": row.get("Reward", "")})
+                        "seconds": seconds, "answers": answers, "reward": reward})
     if errors:
         shown = dict(list(errors.items())[:MAX_ERRORS_REPORTED])
         first_where, first_msgs = next(iter(errors.items()))
@@ -260,13 +267,6 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     if not dry_run:
         _write(planned)
     return result
-
-
-def _reward(raw: str) -> Decimal:
-    try:
-        return Decimal(raw.replace("$", "").strip() or "0")
-    except ArithmeticError:
-        return Decimal("0")
 
 
 def _insert_rows(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]], *, batch_size: int = 5000) -> None:
@@ -318,14 +318,14 @@ def _write(planned: list[dict[str, Any]]) -> None:
                                   "external_hit_id"],
                      ((pk, cid, existing[planned[i]["worker"]], Assignment.Status.SUBMITTED.value, now, now, now, "",
                        review.get(planned[i]["status"], Assignment.Review.PENDING).value, "",
-                       _reward(planned[i]["reward"]), Decimal("0"), planned[i]["hit"])
+                       planned[i]["reward"], Decimal("0"), planned[i]["hit"])
                       for pk, (i, cid) in zip(ids, keys, strict=True)))
     else:
         ids = [a.pk for a in Assignment.objects.bulk_create([
             Assignment(campaign_id=cid, annotator_id=existing[planned[i]["worker"]], status=Assignment.Status.SUBMITTED,
                        expires_at=now, submitted_at=now,
                        review=review.get(planned[i]["status"], Assignment.Review.PENDING),
-                       external_hit_id=planned[i]["hit"], reward=_reward(planned[i]["reward"]))
+                       external_hit_id=planned[i]["hit"], reward=planned[i]["reward"])
             for i, cid in keys
         ], batch_size=2000)]
     _insert_rows(MTurkAssignmentRecord, ["campaign_id", "assignment_id", "mturk_assignment_id", "mturk_hit_id",
