@@ -14,6 +14,7 @@ from campaigns.presets import PST_INSTRUCTIONS_INTRO, PST_QUESTIONS, PST_SETTING
 from campaigns.spec import Problems, is_missing
 from common.inputs import BodyError, brief
 from common.numbers import number
+from common.templates import template_problem
 
 from .demographics import DEFAULT_PAY_FLOOR, validate_demographics, validate_pay_floor
 from .families import ATTRIBUTE_CHOICES, PERSON_CHOICES
@@ -122,10 +123,9 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
         if not isinstance(value, str) or not value.strip():
             p.add(f"annotation.questions.{key}", "must be a non-empty string")
             continue
-        try:
-            value.format(identity="x", phrase="x")
-        except (KeyError, IndexError, ValueError) as exc:
-            p.add(f"annotation.questions.{key}", f"bad placeholder {exc}; use {placeholder}")
+        why = template_problem(value, ("phrase", "identity"))  # common.templates: no format spec
+        if why:
+            p.add(f"annotation.questions.{key}", f"bad placeholder: {why}; use {placeholder}")
             continue
         if placeholder not in value:
             p.add(f"annotation.questions.{key}", f"must contain {placeholder}")

@@ -102,8 +102,11 @@ def upload_rows(name: str, data: bytes, errors: dict[str, list[str]], *, columns
                 return
             except BodyError as exc:  # one bad line: named, and the reading goes on after it
                 where, problems = next(iter(exc.errors.items()))
-                number = int(where.split(".")[1])
-                errors.setdefault(f"rows.{number}", []).append(f"row {number}: not JSON ({problems[0]})")
+                parts = where.split(".", 2)
+                number = int(parts[1])
+                inner = f"{parts[2]}: " if len(parts) > 2 else ""  # the key at fault, e.g. "url: contains a NUL"
+                errors.setdefault(f"rows.{number}", []).append(f"row {number}: {inner}not accepted ({problems[0]})"
+                                                               if inner else f"row {number}: not JSON ({problems[0]})")
     reader = csv.DictReader(csv_lines(data))
     try:
         fieldnames = reader.fieldnames

@@ -32,6 +32,7 @@ from common import fastpath
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
+from common.templates import template_fill, template_problem
 from generation.models import Image
 
 from .models import MTurkAssignmentRecord
@@ -85,10 +86,13 @@ def _mapping(raw: Mapping[str, Any] | None, campaign: Campaign) -> dict[str, Any
     out = {**(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING), **raw}
     if not isinstance(out.get("slots"), int) or not 1 <= out["slots"] <= 100:
         errors["mapping.slots"] = ["must be an integer between 1 and 100"]
-    if not isinstance(out.get("image_url"), str):
+    # common.templates: column names with {k} only, no format spec ({k:>100000000}), at most 200 characters.
+    if not isinstance(out.get("image_url"), str) or len(out["image_url"]) > 200 or \
+            template_problem(out["image_url"], ("k",)):
         errors["mapping.image_url"] = ["must be a column name (with {k} for several images per HIT)"]
-    if not isinstance(out.get("choices"), Mapping) or not out["choices"]:
-        errors["mapping.choices"] = ["must map each choice to its Answer.* column"]
+    if not isinstance(out.get("choices"), Mapping) or not out["choices"] or len(out["choices"]) > 20 or any(
+            not isinstance(c, str) or len(c) > 200 or template_problem(c, ("k",)) for c in out["choices"].values()):
+        errors["mapping.choices"] = ["must map each choice to its Answer.* column (with {k} for several images)"]
     question = out.get("question")
     if not isinstance(question, Mapping) or not ({"slot"} <= set(question) or {"column", "by"} <= set(question)):
         errors["mapping.question"] = ['must be {"slot": "..."} or {"column": "Input.x", "by": "attribute_phrase|slot"}']
@@ -151,8 +155,8 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     campaign = campaigns[0]
     cfg = _mapping(mapping, campaign)
     slots = cfg["slots"]
-    image_cols = [cfg["image_url"].format(k=k) for k in range(slots)]
-    choice_cols = {choice: [col.format(k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
+    image_cols = [template_fill(cfg["image_url"], k=k) for k in range(slots)]
+    choice_cols = {choice: [template_fill(col, k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
     used = {*image_cols, *(c for cols in choice_cols.values() for c in cols), "WorkTimeInSeconds", "Reward"}
     if isinstance(cfg["question"], Mapping) and "column" in cfg["question"]:
         used.add(cfg["question"]["column"])

@@ -81,11 +81,12 @@ def test_csv_helper_unit() -> None:
     d = csv_dict_writer(out, ["a", "b"], lineterminator="\n")
     d.writeheader()
     d.writerow({"a": "+z", "b": -1})
-    assert out.getvalue() == "'=x,-3,ok\n'@y,1.5\na,b\n'+z,-1\n"
+    # Every text cell quoted (QUOTE_NONNUMERIC), numbers bare.
+    assert out.getvalue() == '"\'=x",-3,"ok"\n"\'@y",1.5\n"a","b"\n"\'+z",-1\n'
     import pandas as pd
 
     frame = pd.DataFrame({"name": ["-bad", "good"], "score": [-11.11, 2.0]})
-    assert csv_frame(frame, index=False, lineterminator="\n") == "name,score\n'-bad,-11.11\ngood,2.0\n"
+    assert csv_frame(frame, index=False, lineterminator="\n") == '"name","score"\n"\'-bad",-11.11\n"good",2.0\n'
 
 
 def test_no_csv_is_written_around_the_helper() -> None:
