@@ -68,7 +68,7 @@ ARCHIVE_LIMITS = {
     "ARCHIVE_MAX_ROWS": 5_000_000,              # rows of one member
 }
 MANIFEST_MAX_BYTES = 16 * 1024 * 1024
-MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSON Lines row
 IMAGE_FIELDS = ("sample_index", "seed", "status", "error", "attempts", "file", "web_file", "sha256", "width", "height",
                 "source_url", "backend", "model", "revision", "params", "wall_time_s", "revised_prompt", "synthetic",
                 "excluded", "exclusion_reason")

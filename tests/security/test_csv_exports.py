@@ -101,3 +101,21 @@ def test_no_csv_is_written_around_the_helper() -> None:
         if re.search(r"csv\.(writer|DictWriter)\(|\.to_csv\(|COPY\s*\(.*\)\s*TO\b", source):
             offenders.append(name)
     assert offenders == []
+
+
+def test_every_text_cell_is_quoted_in_the_report_csvs(api: APIClient, researcher: User) -> None:
+    """Issue 24: `a;=1+1;b` unquoted is a formula after the first `;` in a semicolon-separated sheet:
+    every text cell is quoted (QUOTE_NONNUMERIC), numbers stay bare."""
+    campaign = messy_campaign(researcher, SMALL_GEP, seed=3)
+    response = api.get(f"/api/campaigns/{campaign.pk}/report/?format=csv&n_boot=0")
+    assert response.status_code == 200
+    zf = zipfile.ZipFile(io.BytesIO(response.content))
+    for name in ("labels.csv", "answers.csv"):
+        text = zf.read(name).decode()
+        assert "\"'=SUM(A1)\"" in text, name
+        header = text.splitlines()[0]
+        assert all(cell.startswith('"') and cell.endswith('"') for cell in header.split(",")) or name == "answers.csv"
+        assert len(list(csv.reader(io.StringIO(text, newline="")))) > 1  # still valid CSV
+    out = io.StringIO()
+    csv_writer(out, lineterminator="\n").writerow(["a;=1+1;b", 2, -1.5, "x"])
+    assert out.getvalue() == '"a;=1+1;b",2,-1.5,"x"\n'
