@@ -21,6 +21,7 @@ from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
+from common.numbers import number
 from common.uploads import upload_read
 from generation import services as generation_services
 from generation.selectors import image_list
@@ -194,11 +195,10 @@ def _example_setup(campaign: Any) -> dict[str, Any]:
 @researcher_required
 def annotator_monitor_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = owned_campaign(request, campaign_id)
-    try:
-        max_share = float(request.GET.get("max_share", "0.67"))
-    except ValueError:
+    try:  # common.numbers: finite, in [0, 1]
+        max_share = number(request.GET.get("max_share", "0.67"), field="max_share", kind="float", minimum=0, maximum=1)
+    except ApplicationError:
         max_share = 0.67
-    max_share = min(1.0, max(0.0, max_share))
     rows = selectors.annotator_monitor(campaign=campaign,
                                        rows=annotation_selectors.annotator_table(campaign=campaign))
     quals = annotation_selectors.qualification_list(campaign=campaign, researcher=True, annotator=None)

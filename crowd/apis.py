@@ -15,6 +15,7 @@ from campaigns.selectors import campaign_get
 from common.edge import body_parse
 from common.errors import ApplicationError
 from common.inputs import json_loads
+from common.numbers import number
 from common.permissions import IsResearcher
 from common.uploads import upload_read
 
@@ -66,9 +67,7 @@ def _campaign_ids(raw: list[str]) -> list[int]:
     ids: list[int] = []
     for value in raw:
         for part in str(value).replace(",", " ").split():
-            if not part.isdigit():
-                raise ApplicationError("campaigns: campaign ids, comma-separated.", errors={"campaigns": [part]})
-            ids.append(int(part))
+            ids.append(number(part, field="campaigns", kind="int", minimum=1, maximum=2**63 - 1))
     return ids
 
 
