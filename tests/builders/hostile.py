@@ -56,13 +56,16 @@ SECRET_TEXT = b"prompt: a secret prompt; model: secret-model"
 TRAILER = b"<html><script>alert(1)</script></html>PK\x03\x04"
 
 
-def tainted_png(size: int = 16, colour: tuple[int, int, int] = (200, 30, 30)) -> bytes:
-    """A valid PNG with a tEXt chunk, an eXIf chunk (both naming a secret) and HTML/ZIP bytes after IEND."""
+def tainted_png(size: int = 16, colour: tuple[int, int, int] = (200, 30, 30), *, text: bool = False) -> bytes:
+    """A valid PNG with an eXIf chunk naming a secret (and, with `text`, a tEXt chunk) and HTML/ZIP
+    bytes after IEND: what a PNG upload kept before issue 24 (only text chunks were looked at)."""
     out = io.BytesIO()
     Image.new("RGB", (size, size), colour).save(out, format="PNG")
     png = out.getvalue()
     after_ihdr = 8 + 25  # signature, then IHDR (length, type, 13 bytes, CRC)
-    extra = _chunk(b"tEXt", b"parameters\x00" + SECRET_TEXT) + _chunk(b"eXIf", b"MM\x00*\x00\x00\x00\x08" + SECRET_TEXT)
+    extra = _chunk(b"eXIf", b"MM\x00*\x00\x00\x00\x08" + SECRET_TEXT)
+    if text:
+        extra += _chunk(b"tEXt", b"parameters\x00" + SECRET_TEXT)
     return png[:after_ihdr] + extra + png[after_ihdr:] + TRAILER
 
 
