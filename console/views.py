@@ -307,7 +307,7 @@ def _ids(values: list[str]) -> list[int]:
     ids: list[int] = []
     for value in values:
         for part in value.split(","):
-            if part.strip().isdigit():
+            if part.strip().isdigit() and len(part.strip()) <= 18:  # an id, never 5,000 digits
                 ids.append(int(part))
     return list(dict.fromkeys(ids))
 
