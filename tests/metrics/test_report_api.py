@@ -148,7 +148,7 @@ def test_csv_export_is_a_zip_of_tidy_tables(api: APIClient, pst_campaign: Campai
     assert len(answers) == 1 + Answer.objects.filter(campaign=pst_campaign).count()
     identity = zf.read("pst_identity.csv").decode().splitlines()
     assert identity[0].split(",")[:5] == ["setting", "identity", "group", "stereotype", "micro_sts"]
-    assert any(line.startswith("paired,nurse,female,feminine,100.0") for line in identity)
+    assert any(line.startswith('"paired","nurse","female","feminine",100.0') for line in identity)
 
 
 def test_html_report_has_charts_and_tables(api: APIClient, pst_campaign: Campaign, gep_campaign: Campaign) -> None:
