@@ -17,6 +17,7 @@ from annotation.families import campaign_families, family_choices
 from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
+from annotation.spec_section import DEFAULT_INSTRUCTIONS, DEFAULT_QUESTIONS, DEFAULT_SETTING_INSTRUCTIONS
 from autolabel.selectors import machine_labellers
 from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
@@ -94,7 +95,14 @@ def campaign_new_view(request: HttpRequest) -> HttpResponse:
     return render(request, "console/campaign_new.html", {
         "presets": PRESETS, "backends": BACKENDS, "errors": errors, "spec_text": spec_text,
         "preset": request.GET.get("preset", "pst-occupation"), "nav": "new",
+        "annotation_defaults": _annotation_defaults(),
     }, status=400 if errors else 200)
+
+
+def _annotation_defaults() -> dict[str, Any]:
+    """What annotators see unless the spec says otherwise (the form's instructions and its preview)."""
+    return {"instructions": DEFAULT_INSTRUCTIONS, "setting_instructions": DEFAULT_SETTING_INSTRUCTIONS,
+            "questions": DEFAULT_QUESTIONS}
 
 
 def _progress_context(campaign: Any) -> dict[str, Any]:

@@ -155,7 +155,7 @@ def test_html_report_has_charts_and_tables(api: APIClient, pst_campaign: Campaig
     resp = api.get(f"/api/campaigns/{pst_campaign.pk}/report/?format=html&n_boot=20")
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/html")
     html = resp.content.decode()
-    assert html.count("<svg") >= 3 and "Micro STS per identity" in html and "Synthetic images" in html
+    assert html.count("<svg") >= 3 and "Micro STS per identity" in html and "Synthetic data" in html
     assert "Krippendorff" in html and "Paired vs single" in html
     gep_html = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?format=html&n_boot=20").content.decode()
     assert "symmetric log" in gep_html and gep_html.count("<svg") == 2
