@@ -111,6 +111,16 @@ def ppi_gep_score(rows: ArrayLike, rows_hat: ArrayLike, rows_unlabeled: ArrayLik
             lam = np.zeros(n_attr)
             v_hat, draws = vy, by
         vm, bm = _vector(all_m.sum(axis=0), n_attr), _vector(wm @ all_m, n_attr)
+    if n_boot < 1:  # point estimates only (the report's n_boot=0): lambda tuned on 50 draws, so the estimate can
+        # differ slightly from that of a run with intervals (tuned on its n_boot draws)
+        def point(v: NDArray[np.float64]) -> float | None:
+            ok = v[np.isfinite(v)]
+            return float(np.abs(ok).mean()) if ok.size else None
+        out = _result(method, point(v_hat), (None, None), float(lam.mean()) if lam.size else None, n, big_n,
+                      (point(vy), (None, None)), (point(vm), (None, None)), all_m.shape[0])
+        out["lambdas"] = [float(x) for x in lam]
+        out["vector"] = [float(x) if np.isfinite(x) else None for x in v_hat]
+        return out
     floor = _floor(y, n_attr)
     est, ci = _interval(v_hat, draws, floor, confidence, n + big_n, seed)
     human = _interval(vy, by, floor, confidence, n, seed)

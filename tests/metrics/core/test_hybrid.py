@@ -102,3 +102,10 @@ def test_no_bootstrap_gives_point_estimates_only() -> None:
     assert r["ci"] == [None, None] and r["estimate"] is not None
     assert r["human_only"]["estimate"] == pytest.approx(rows[:20].mean())
     assert full["ci"][0] is not None
+
+
+def test_gep_score_without_bootstrap_gives_the_point_estimate_only() -> None:
+    full, _ = sim.run_gep_score(5, n_images=120, n_human=40, n_boot=200)
+    point, _ = sim.run_gep_score(5, n_images=120, n_human=40, n_boot=0)
+    assert point["ci"] == [None, None] and point["estimate"] is not None
+    assert point["human_only"]["estimate"] == pytest.approx(full["human_only"]["estimate"])
