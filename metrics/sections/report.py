@@ -125,12 +125,15 @@ def agreement_data(data: CampaignData) -> tuple[CampaignData, dict[str, Any]]:
     if not isinstance(raw, dict):
         return data, {"design": "fixed", "answers_per_question": None, "note": None}
     k = int(raw.get("min", 2))
-    order = np.arange(data.a_qidx.size) if data.a_arrival is None else np.argsort(data.a_arrival, kind="stable")
+    arrival = data.a_arrival
+    if arrival is None or arrival.size != data.a_qidx.size:  # no arrival order known: the answers' own
+        arrival = np.arange(data.a_qidx.size)
+    order = np.argsort(arrival, kind="stable")
     keep = np.zeros(data.a_qidx.size, dtype=bool)
     keep[order] = agreement.first_answers(data.a_qidx[order], k)
     sub = dataclasses.replace(data, a_qidx=data.a_qidx[keep], a_annotator=data.a_annotator[keep],
                               a_code=data.a_code[keep],
-                              a_arrival=None if data.a_arrival is None else data.a_arrival[keep])
+                              a_arrival=arrival[keep])
     note = (f"Adaptive redundancy: agreement is computed on the first {k} answers of every question (in order "
             f"of arrival, collected whatever the outcome); later answers, asked for only where the first "
             f"disagreed, count in the labels but not here ({int(keep.sum())} of {keep.size} answers).")

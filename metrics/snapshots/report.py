@@ -25,7 +25,7 @@ from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
 from metrics.sections.sources import source_report
-from metrics.sections.summary import report_summary
+from metrics.sections.summary import summary_or_warning
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -46,7 +46,7 @@ def report_compute(data: CampaignData, mdata: MachineData | None, options: Repor
     report = source_report(data, mdata, options)
     report.update(redundancy)
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
-    report["summary"] = report_summary(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
+    report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
 
