@@ -21,8 +21,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _django import ROOT, ensure_database, setup  # noqa: E402
 
-GENDERS = ("woman", "man", "non_binary")
-BANDS = ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_budget"
 SPEC: dict[str, Any] = {"name": "budget-calibration", "kind": "pst", "seed": 5, "design": {
     "samples": {"single": 3, "paired": 2, "intervention": 2},
@@ -34,22 +32,11 @@ SPEC: dict[str, Any] = {"name": "budget-calibration", "kind": "pst", "seed": 5, 
 
 def build(raters: int) -> Any:
     from django.contrib.auth.models import User
-    from django.utils import timezone
 
-    from annotation.models import DemographicsResponse, Enrollment
-    from tests.builders.metrics import annotators, answer_all, campaign_with_questions, stereotyped
+    from tests.builders.budget import grouped_campaign
 
     owner, _ = User.objects.get_or_create(username=f"budget-owner-{time.time_ns()}")
-    campaign, questions = campaign_with_questions(owner, {**SPEC, "name": f"budget-{time.time_ns()}"})
-    people = annotators(raters, f"budget-{campaign.pk}-")
-    now = timezone.now()
-    for i, a in enumerate(people):
-        Enrollment.objects.create(campaign=campaign, annotator=a, consented_at=now)
-        DemographicsResponse.objects.create(annotator=a, campaign=campaign, consent_version="1", consented_at=now,
-                                            answers={"gender": GENDERS[i % 3], "age_band": BANDS[i % 6],
-                                                     "country": "NZ"})
-    answer_all(campaign, questions, stereotyped, people)
-    return campaign
+    return grouped_campaign(owner, raters=raters, spec=SPEC, name=f"budget-{time.time_ns()}")
 
 
 def timed(campaign: Any, **options: Any) -> float:
