@@ -16,10 +16,11 @@ from campaigns.spec import derive_seed
 from common.errors import ApplicationError, ConflictError
 from generation.models import Image
 
-from ..models import AggregatedLabel, Question
+from ..models import Question
 from ..redundancy import initial_required
 from ..selectors import questions_filter
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
+from .derived import answers_derive, revision_bump
 
 # Gold questions are shown to every annotator once: "unlimited" redundancy, and their counters are
 # never touched (hot rows under contention otherwise).
@@ -106,6 +107,7 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
         rows.extend(questions)
     Question.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
     campaign_status_set(campaign=campaign, status=Campaign.Status.OPEN)
+    revision_bump(campaign_ids=[campaign.pk])
     total = Question.objects.filter(campaign=campaign, is_gold=False).count()
     return {"questions_created": len(rows), "questions": total}
 
@@ -154,7 +156,9 @@ def questions_redundancy_set(*, campaign: Campaign, required: Any, question_ids:
         if not isinstance(filters, Mapping):
             raise ApplicationError("filter must be an object.", errors={"filter": ["must be an object"]})
         qs = questions_filter(qs, filters)
-    return qs.update(required=Greatest(F("assigned"), Value(required)))
+    changed = qs.update(required=Greatest(F("assigned"), Value(required)))
+    revision_bump(campaign_ids=[campaign.pk])
+    return changed
 
 
 @transaction.atomic
@@ -180,5 +184,6 @@ def questions_gold_set(*, campaign: Campaign, items: Any) -> int:
         first = next(iter(errors))
         raise ApplicationError(f"Invalid gold items: {first}: {errors[first][0]}", errors=errors)
     Question.objects.bulk_update(list(questions.values()), ["is_gold", "gold_answer", "required"])
-    AggregatedLabel.objects.filter(question_id__in=list(questions)).delete()
+    # Gold questions leave the labels; the data revision moves (reports count gold answers apart).
+    answers_derive(campaign_id=campaign.pk, question_ids=list(questions))
     return len(questions)
