@@ -328,3 +328,37 @@ def redundancy_spent(*, campaign: Campaign, fixed_r: int | None = None) -> dict[
     by_setting = {s: block(n, answers.get(s, 0)) for s, n in sorted(questions.items())}
     return {"rule": redundancy, "fixed_r": r, **block(sum(questions.values()), sum(answers.values())),
             "by_setting": by_setting}
+
+
+# How long a client waits before asking again when nothing is left only for now (a 204 with Retry-After).
+HIT_RETRY_AFTER_S = 30
+
+
+def hit_retry_after(*, campaign_id: int, annotator: Annotator) -> int | None:
+    """After an empty HIT request: seconds to wait before asking again when more work may still come
+    for this annotator, else None (finished). Only under adaptive redundancy: a question they have not
+    seen, with answers in flight (`assigned > completed`) and room to grow (`required < max`), may
+    want one more answer once those are in (`annotation.services.derived`). One query (two with the
+    campaign's settings)."""
+    from django.db.models import Exists, OuterRef
+
+    from .models import AssignmentItem
+    from .redundancy import is_adaptive
+
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None:
+        return None
+    redundancy = annotation_settings(campaign)["redundancy"]
+    if not is_adaptive(redundancy):
+        return None
+    unqualified = (Qualification.objects.filter(campaign_id=campaign_id)
+                   .filter(~Exists(QualificationAttempt.objects.filter(qualification=OuterRef("pk"), annotator=annotator,
+                                                                       passed=True)))
+                   .values("family"))
+    pending = (Question.objects.filter(campaign_id=campaign_id, is_gold=False, required__gt=0,
+                                       required__lt=redundancy["max"], assigned__gt=F("completed"),
+                                       image__excluded=False)
+               .filter(~Exists(ExampleImage.objects.filter(image_id=OuterRef("image_id"))))
+               .exclude(family__in=unqualified)
+               .filter(~Exists(AssignmentItem.objects.filter(question=OuterRef("pk"), annotator=annotator))))
+    return HIT_RETRY_AFTER_S if pending.exists() else None
