@@ -16,8 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotation.models import AggregatedLabel, Question
 from campaigns.models import Campaign
-from tests.builders.crowd import MAPPING, M, W, small  # noqa: F401  (fixture)
-from tests.builders.crowd import batch_csv
+from tests.builders.crowd import MAPPING, M, W, batch_csv, small  # noqa: F401  (fixture)
 from tests.conftest import token_client
 
 pytestmark = pytest.mark.django_db
