@@ -23,12 +23,12 @@ from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
 from generation import services as generation_services
 from generation.selectors import image_list
-from metrics.compare_options import CompareOptions
-from metrics.compare_services import compare_get
+from metrics.compare.options import CompareOptions
+from metrics.compare.services import compare_get
 from metrics.options import ReportOptions
 from metrics.render import compare_page, report_page
 from metrics.render.compare import significance_page
-from metrics.services import report_get
+from metrics.snapshots.report import report_get
 
 from . import selectors
 from .access import owned_campaign, researcher_required

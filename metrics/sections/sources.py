@@ -17,16 +17,24 @@ from scipy import stats
 
 from metrics.core import gep, hybrid, machine, pst
 from metrics.core._arrays import index_in
+from metrics.core.report_warnings import collecting
+from metrics.extract.data import CampaignData
+from metrics.extract.machine import MachineData
+from metrics.options import ReportOptions
 
-from .extract.data import CampaignData
-from .extract.machine import MachineData
-from .options import ReportOptions
 from .report import _f, gep_section, question_labels, report_from_data, report_seed
 
 
 def source_report(data: CampaignData, mdata: MachineData | None, options: ReportOptions) -> dict[str, Any]:
     if options.labeller is None or mdata is None:
         return report_from_data(data, options)
+    with collecting() as log:  # the hybrid and machine sections' warnings join the report's
+        report = _source_report(data, mdata, options)
+    report["warnings"] = log.as_list()
+    return report
+
+
+def _source_report(data: CampaignData, mdata: MachineData, options: ReportOptions) -> dict[str, Any]:
     seed = report_seed(data, options)
     human_labels, human_ties = question_labels(data, options)
     m_labels, m_ties = mdata.choice, np.zeros(data.q_id.size, dtype=bool)

@@ -16,15 +16,14 @@ from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
 from common.tasks import task_send
-
-from .compare import compare_from_reports, compare_kind
-from .compare_sources import sources_comparison
-from .extract import CampaignFacts, campaign_data, campaign_data_version
-from .extract.machine import machine_data, machine_data_version
-from .models import ReportSnapshot
-from .options import ReportOptions
-from .report import redundancy_section
-from .report_sources import source_report
+from metrics.compare.rows import compare_from_reports, compare_kind
+from metrics.compare.sources import sources_comparison
+from metrics.extract import CampaignFacts, campaign_data, campaign_data_version
+from metrics.extract.machine import machine_data, machine_data_version
+from metrics.models import ReportSnapshot
+from metrics.options import ReportOptions
+from metrics.sections.report import redundancy_section
+from metrics.sections.sources import source_report
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000

@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from campaigns.models import Campaign
-
-from . import render
-from .extract import CampaignFacts, campaign_data
-from .options import ReportOptions
-from .report import label_table
+from metrics import render
+from metrics.extract import CampaignFacts, campaign_data
+from metrics.options import ReportOptions
+from metrics.sections.report import label_table
 
 
 def report_csv_zip(*, campaign: Campaign, report: dict[str, Any], options: ReportOptions) -> bytes:

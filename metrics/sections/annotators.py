@@ -31,9 +31,9 @@ from annotation.demographics import FIELDS, NOT_REPORTED, OTHER, group_of, merge
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
 from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
 from metrics.core.significance import holm
+from metrics.extract.data import CampaignData
+from metrics.options import ReportOptions
 
-from .extract.data import CampaignData
-from .options import ReportOptions
 from .report import gep_section, pst_section, question_labels, register_section
 
 PST_SETTINGS = ("single", "paired", "intervention")

@@ -2,7 +2,7 @@
 `significance` and `pooled_agreement` keys of `GET /api/reports/compare/` (docs/metrics.md).
 
 Pure (no database): computed from the campaigns' `CampaignData` with the report's own labels
-(`metrics.report.question_labels`, same options) and the functions of `metrics.core.significance` /
+(`metrics.sections.report.question_labels`, same options) and the functions of `metrics.core.significance` /
 `metrics.core.amplification` / `metrics.core.agreement_subsets`.
 
 - Unit of resampling and permutation: the IMAGE. The labels are the report's per-question labels
@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from common.errors import ApplicationError
+from metrics.compare.options import CompareOptions
 from metrics.core import agreement_subsets
 from metrics.core.amplification import compare_amplification
 from metrics.core.significance import Difference, compare_gep, compare_pst, compare_pst_gap
+from metrics.extract.data import CampaignData
+from metrics.options import ReportOptions
 
-from .compare_options import CompareOptions
-from .extract.data import CampaignData
-from .options import ReportOptions
 from .report import question_labels
 
 PST_SETTINGS = ("single", "paired", "intervention")

@@ -8,8 +8,8 @@ from typing import Any
 
 from metrics.extract.data import CampaignFacts
 
-from .. import charts
-from . import SectionRenderer, Table, register
+from . import charts
+from .registry import SectionRenderer, Table, register
 
 STATS = ("cohen_kappa", "accuracy", "mcc", "roc_auc")
 

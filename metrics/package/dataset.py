@@ -31,12 +31,11 @@ from django.apps import apps
 from annotation.models import Enrollment
 from campaigns.models import Campaign
 from generation.models import Image
-
-from .extract import campaign_data
-from .extract.data import CampaignData
-from .options import ReportOptions
-from .report import label_table
-from .services import report_get
+from metrics.extract import campaign_data
+from metrics.extract.data import CampaignData
+from metrics.options import ReportOptions
+from metrics.sections.report import label_table
+from metrics.snapshots.report import report_get
 
 CHUNK = 100_000
 DEFAULT_LICENSE = "unknown"

@@ -1,10 +1,10 @@
 """The comparison of several campaigns of one kind (like GEP Table 3): headline figures side by side,
-from their reports (pure: the reports are built or read by `services.report_compare`).
+from their reports (pure: the reports are built or read by `metrics.snapshots.report.report_compare`).
 
 The compared figures are data (`COMPARE_METRICS`): a metric names where its value and interval sit in
 a report. Adding a compared figure is one entry. The significance tests between campaigns are
-computed from the campaigns' data, not from their reports: `metrics/significance.py` (keys
-`significance`, `pooled_agreement`), run and cached by `metrics/compare_services.py`.
+computed from the campaigns' data, not from their reports: `metrics/sections/significance.py` (keys
+`significance`, `pooled_agreement`), run and cached by `metrics/compare/services.py`.
 """
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.errors import ApplicationError
-
-from .extract.data import CampaignFacts
+from metrics.extract.data import CampaignFacts
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Built from `CampaignData` arrays by the pure functions of `metrics.core`. Conven
 - STS in percent (-100..100), GEP frequencies/vectors/scores as fractions; every figure a float
   (NaN becomes null in JSON).
 - Every headline figure `<key>` has `<key>_ci` = [low, high] and `<key>_ci_method`: the method
-  suited to the statistic (`metrics/reporting/intervals.py`: BCa over images for STS and their
+  suited to the statistic (`metrics/sections/metric_intervals.py`: BCa over images for STS and their
   differences, Wilson with the design effect for shares of persons, test inversion for the GEP
   score, Newcombe for GEP components), seeded, 1,000 draws by default; every interval holds its
   estimate.
@@ -24,18 +24,19 @@ import numpy as np
 
 from campaigns import presets
 from metrics.core import aggregation, agreement, gep, pst
-from metrics.core.uncertainty import permutation_test_sts
+from metrics.core.report_warnings import collecting
+from metrics.core.uncertainty import permutation_test_sts_studentized
+from metrics.extract.data import CampaignData
+from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 
-from .extract.data import CampaignData
-from .options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
-from .reporting.agreement_extra import agreement_subsets
-from .reporting.amplification import amplification_section
-from .reporting.gep_extra import baseline_distances
-from .reporting.intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
-from .reporting.pst_extra import gender_balance, intervention_section
-from .reporting.templates import template_column, template_labels, template_mean
-from .reporting.values import num as _f
-from .reporting.values import sub as _sub
+from .agreement_subsets import agreement_subsets
+from .amplification import amplification_section
+from .gep_baseline import baseline_distances
+from .metric_intervals import gep_setting_intervals, pst_gap_intervals, pst_runs, pst_setting_intervals
+from .pst_analysis import gender_balance, intervention_section
+from .templates import template_column, template_labels, template_mean
+from .values import num as _f
+from .values import sub as _sub
 
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "label_table",
            "question_labels", "register_section", "report_from_data"]
@@ -202,11 +203,13 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                                          confidence=options.confidence, seed=seed))
         if options.n_perm > 0:
             both = setting_rows["single"] | setting_rows["paired"]
-            perm = permutation_test_sts(data.q_image[both], (data.q_setting[both] == "paired").astype(int),
-                                        labels[both], stereotypes[both], options.treatment,
-                                        n_perm=options.n_perm, seed=seed)
-            gap["permutation_test"] = {"observed": _f(perm.observed), "p_value": _f(perm.p_value),
-                                       "n_perm": perm.n_perm, "null": "setting label exchangeable over images"}
+            perm = permutation_test_sts_studentized(
+                data.q_image[both], (data.q_setting[both] == "paired").astype(int), labels[both], stereotypes[both],
+                options.treatment, n_perm=options.n_perm, seed=seed)
+            gap["permutation_test"] = {
+                "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
+                "null": "setting label exchangeable over images",
+                "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
         out["gap"] = gap
     if "paired" in setting_rows and "intervention" in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
@@ -287,9 +290,9 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
 
 
 # ------------------------------------------------------------------------------ further sections
-# A section beyond agreement and the kind's own (e.g. `annotators`, metrics/annotators.py) is a module
+# A section beyond agreement and the kind's own (e.g. `annotators`, metrics/sections/annotators.py) is a module
 # that registers its builder here: (data, labels, ties, options, seed) -> the section, or None to leave
-# it out. metrics/apps.py imports those modules; its renderer registers with metrics.render.sections.
+# it out. metrics/apps.py imports those modules; its renderer registers with metrics.render.registry.
 SectionBuilder = Callable[[CampaignData, np.ndarray, np.ndarray, ReportOptions, int], "dict[str, Any] | None"]
 _SECTION_BUILDERS: dict[str, SectionBuilder] = {}
 
@@ -310,7 +313,16 @@ def report_seed(data: CampaignData, options: ReportOptions) -> int:
 def report_from_data(data: CampaignData, options: ReportOptions,
                      labels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """The report of the data; `labels` (label per question, is_tie per question) replaces the human
-    majority (a machine labeller's labels for `?source=<labeller>`, metrics/report_sources.py)."""
+    majority (a machine labeller's labels for `?source=<labeller>`, metrics/sections/sources.py)."""
+    with collecting() as log:
+        report = _report_sections(data, options, labels)
+    # Figures or sections left out or flagged, and why (metrics/core/report_warnings.py).
+    report["warnings"] = log.as_list()
+    return report
+
+
+def _report_sections(data: CampaignData, options: ReportOptions,
+                     labels: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
     campaign = data.campaign
     seed = report_seed(data, options)
     labels, ties = question_labels(data, options) if labels is None else labels

@@ -6,7 +6,7 @@ from typing import Any
 
 from metrics.extract.data import CampaignFacts
 
-from . import SectionRenderer, Table, register
+from .registry import SectionRenderer, Table, register
 
 
 def agreement_rows(section: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from metrics.extract.data import CampaignFacts
 
-from . import SectionRenderer, Table, register
+from .registry import SectionRenderer, Table, register
 
 
 def _summary(name: str, scope: str, mean: Any, ci: Any, method: Any, n_kept: Any, ttest: dict[str, Any],

@@ -1,17 +1,17 @@
 """Building a comparison's tests (pooled agreement, significance): the computation shared by the
-request (small comparisons) and the worker (`metrics.compare_build` task, large ones)."""
+request (small comparisons) and the worker (the `metrics.compare_build` Celery task, large ones)."""
 from __future__ import annotations
 
 import time
 from typing import Any
 
 from campaigns.models import Campaign
+from metrics.extract import campaign_data
+from metrics.models import ReportSnapshot
+from metrics.options import ReportOptions
+from metrics.sections.significance import pooled_agreement, significance
 
-from .compare_options import CompareOptions
-from .extract import campaign_data
-from .models import ReportSnapshot
-from .options import ReportOptions
-from .significance import pooled_agreement, significance
+from .options import CompareOptions
 
 
 def compare_payload(*, campaigns: list[Campaign], options: ReportOptions, compare: CompareOptions) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Comparisons with significance tests: `GET /api/reports/compare/` beyond the side-by-side figures.
 
-The side-by-side rows come from the campaigns' report snapshots (`services.report_compare`). The
+The side-by-side rows come from the campaigns' report snapshots (`metrics.snapshots.report.report_compare`). The
 tests and the pooled agreement need the campaigns' data (one extraction each) and up to
 `COMPARE_MAX_DRAWS` vectorised draws. Their result is kept in the existing `ReportSnapshot` table
 (on the first campaign of the comparison, options key `compare:<sha256 of the campaigns, report
@@ -25,14 +25,14 @@ from campaigns.models import Campaign
 from common.errors import ApplicationError
 from common.tasks import task_send
 from generation.models import Image
+from metrics.extract import CampaignFacts, campaign_data_version
+from metrics.models import ReportSnapshot
+from metrics.options import ReportOptions
+from metrics.snapshots.report import report_compare, report_get
 
-from .compare import compare_from_reports, compare_kind
-from .compare_build import compare_payload
-from .compare_options import CompareOptions
-from .extract import CampaignFacts, campaign_data_version
-from .models import ReportSnapshot
-from .options import ReportOptions
-from .services import report_compare, report_get
+from .build import compare_payload
+from .options import CompareOptions
+from .rows import compare_from_reports, compare_kind
 
 DEFAULT_INLINE_MAX_WORK = 100_000_000  # image-draws: about 15-20 s of draws on one core
 
@@ -93,7 +93,7 @@ def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: C
     campaigns) and, with `compare.test`, the significance of every pairwise difference. With
     `compare.settings`: two settings of the one campaign given. While a worker builds the tests the
     result is `{"status": "building", "progress", "snapshot"}` (the API answers 202). `sources`: further
-    label sources compared with the human one (Kendall tau-b, GEP Table 6: metrics.compare_sources)."""
+    label sources compared with the human one (Kendall tau-b, GEP Table 6: metrics.compare.sources)."""
     if compare.settings:
         if len(campaigns) != 1:
             raise ApplicationError("A settings comparison takes one campaign: campaign=ID&settings=A,B.",

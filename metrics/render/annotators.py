@@ -7,7 +7,7 @@ from typing import Any
 
 from metrics.extract.data import CampaignFacts
 
-from . import SectionRenderer, Table, register
+from .registry import SectionRenderer, Table, register
 
 FIELD_LABELS = {"gender": "gender", "age_band": "age band", "country": "country"}
 

@@ -1,8 +1,9 @@
 """The interval of every PST / GEP figure of the report, by the method suited to its statistic
 (`metrics.core.intervals.METHODS`), each containing its estimate:
 
-- overall and group STS, per-run STS and their mean, the paired-minus-single gap: BCa over images
-  (`"bca-cluster"`);
+- overall and group STS, per-run STS and their mean, the paired-minus-single gap overall and per
+  group: BCa over images (`"bca-cluster"`); the gap per identity: Newcombe with the design effect
+  (`"newcombe-deff"`), from 10 counted persons per side;
 - micro STS and %F per identity: Wilson with the image design effect (`"wilson-deff"`);
 - GEP score: inversion of a bootstrap test (`"gep-test-inversion"`; the percentile bootstrap of a
   mean of absolute differences is biased upward near 0 and could exclude its estimate);
@@ -20,6 +21,7 @@ import numpy as np
 from metrics.core import metric_intervals as mi
 from metrics.core.pst import stereo_weights, sts_by_run
 from metrics.core.pst_analysis import runs_sts
+from metrics.core.report_warnings import warn
 from metrics.core.significance import compare_pst
 
 from .values import ci_of, interval, num
@@ -76,14 +78,29 @@ def pst_runs(*, images: np.ndarray, runs: np.ndarray, labels: np.ndarray, stereo
 def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, np.ndarray],
                       groups: Mapping[str, str], treatment: str, n_boot: int, confidence: float,
                       seed: int) -> dict[str, Any]:
-    """BCa intervals of paired minus single (overall, per group, per identity): images resampled
-    within each setting (`metrics.core.significance.compare_pst`, no permutation here: the report's
-    `gap.permutation_test` is the test)."""
+    """Intervals of paired minus single: overall and per group BCa over images, resampled within each
+    setting (`metrics.core.significance.compare_pst`; the report's `gap.permutation_test` is the
+    test); per identity Newcombe's interval with the design effect of each side
+    (`metrics.core.metric_intervals.micro_gap_intervals`), printed only for identities with at least
+    `MIN_GAP_PERSONS` counted persons on each side (a warning names the rest: a bootstrap over the 3
+    single images of an identity covered about 56%, issue 22)."""
     cmp = compare_pst(paired, single, groups, treatment, None, n_boot, 0, confidence, seed)  # type: ignore[arg-type]
+    micro = mi.micro_gap_intervals(paired, single, treatment, confidence)  # type: ignore[arg-type]
+    shown = {k: c for k, c in micro.items()
+             if min(c.notes["persons_a"], c.notes["persons_b"]) >= mi.MIN_GAP_PERSONS}
+    if len(shown) < len(micro):
+        small = [c for k, c in micro.items() if k not in shown]
+        fewest_single = min(c.notes["persons_b"] for c in small)
+        fewest_paired = min(c.notes["persons_a"] for c in small)
+        warn("pst.gap.micro_ci",
+             f"{len(small)} of {len(micro)} identities have fewer than {mi.MIN_GAP_PERSONS} counted persons in a "
+             f"setting (fewest: {fewest_single} single, {fewest_paired} paired): their per-identity gap interval "
+             "is not computed (the Newcombe interval is validated from "
+             f"{mi.MIN_GAP_PERSONS} persons per side and identity)")
     return {
         "overall_ci": interval(cmp["overall"].low, cmp["overall"].high), "overall_ci_method": cmp["overall"].ci_method,
-        "micro_ci": {k: interval(d.low, d.high) for k, d in sorted(cmp["micro"].items())},
-        "micro_ci_method": "bca-cluster",
+        "micro_ci": {k: interval(c.low, c.high) for k, c in sorted(shown.items())},
+        "micro_ci_method": "newcombe-deff",
         "groups_ci": {k: interval(d.low, d.high) for k, d in sorted(cmp["groups"].items())},
         "groups_ci_method": "bca-cluster",
     }

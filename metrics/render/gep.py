@@ -6,8 +6,8 @@ from typing import Any
 
 from metrics.extract.data import CampaignFacts
 
-from .. import charts
-from . import SectionRenderer, Table, register
+from . import charts
+from .registry import SectionRenderer, Table, register
 
 SETTINGS = ("neutral", "explicit")
 
