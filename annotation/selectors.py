@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -362,3 +362,13 @@ def hit_retry_after(*, campaign_id: int, annotator: Annotator) -> int | None:
                .exclude(family__in=unqualified)
                .filter(~Exists(AssignmentItem.objects.filter(question=OuterRef("pk"), annotator=annotator))))
     return HIT_RETRY_AFTER_S if pending.exists() else None
+
+
+def data_revision(*, campaign_id: int) -> str:
+    """The campaign's data revision: `<data_changes>.<answers>.<highest answer id>`. Two queries, read
+    before the data a snapshot is built from (a write committed in between makes the next read a new
+    revision, never an old one with new data hidden). The answer count catches an insert that commits
+    after a higher id did (ids are taken before commit); answers are append-only."""
+    changes = Campaign.objects.filter(pk=campaign_id).values_list("data_changes", flat=True).first() or 0
+    answers = Answer.objects.filter(campaign_id=campaign_id).aggregate(n=Count("id"), last=Max("id"))
+    return f"{changes}.{answers['n']}.{answers['last'] or 0}"

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, F, Max
+from django.db.models import Count, F
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -36,6 +36,7 @@ from .. import prepared
 from ..labels import labels_recompute, labels_write, labels_write_counts
 from ..models import Answer, Question
 from ..redundancy import is_adaptive, questions_to_grow
+from ..selectors import data_revision  # noqa: F401  (the reader, beside its writers here)
 from ..spec_section import annotation_settings
 
 __all__ = ["annotator_data_changed", "answers_derive", "counters_recount", "data_revision", "required_reevaluate", "revision_bump", "submit_derive",
@@ -46,16 +47,6 @@ def revision_bump(*, campaign_ids: Iterable[int]) -> None:
     """A rarer writer changed what a snapshot reads: move the campaigns' data revision (in the caller's
     transaction)."""
     data_changed(campaign_ids=campaign_ids)
-
-
-def data_revision(*, campaign_id: int) -> str:
-    """The campaign's data revision: `<data_changes>.<answers>.<highest answer id>`. Two queries, read
-    before the data a snapshot is built from (a write committed in between makes the next read a new
-    revision, never an old one with new data hidden). The answer count catches an insert that commits
-    after a higher id did (ids are taken before commit); answers are append-only."""
-    changes = Campaign.objects.filter(pk=campaign_id).values_list("data_changes", flat=True).first() or 0
-    answers = Answer.objects.filter(campaign_id=campaign_id).aggregate(n=Count("id"), last=Max("id"))
-    return f"{changes}.{answers['n']}.{answers['last'] or 0}"
 
 
 def annotator_data_changed(*, annotator_id: int) -> None:
