@@ -191,3 +191,34 @@ def test_references_move_the_revision(researcher: User) -> None:
                     format="multipart")
     assert resp.status_code == 200, resp.content
     assert data_revision(campaign_id=campaign.pk) != before
+
+
+WRITES = {"create", "bulk_create", "bulk_update", "update", "delete", "get_or_create", "update_or_create"}
+
+
+def _root(node: Any) -> Any:
+    import ast
+
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def test_crowd_writes_no_table_of_annotation() -> None:
+    """`crowd` goes through annotation's services (answers, HITs, annotators): no ORM write on a model
+    of `annotation.models` in any crowd module."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in sorted(Path("crowd").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        models = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  and n.module == "annotation.models" for a in n.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+                root = _root(node.func)
+                if isinstance(root, ast.Name) and root.id in models:
+                    found.append(f"{path}:{node.lineno} {root.id}...{node.func.attr}")
+    assert found == []
+    assert Path("crowd/mturk_batch.py").read_text().count("answers_import(") == 1  # the check sees the importer
