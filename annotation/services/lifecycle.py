@@ -2,7 +2,7 @@
 the researcher's tools on the question pool (redundancy R for a subset, gold questions)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -110,6 +110,24 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
     revision_bump(campaign_ids=[campaign.pk])
     total = Question.objects.filter(campaign=campaign, is_gold=False).count()
     return {"questions_created": len(rows), "questions": total}
+
+
+@transaction.atomic
+def questions_create(*, campaign: Campaign, images: Sequence[Image], required: int | None = None) -> int:
+    """The questions of these images exactly as opening makes them (METHOD.md: PST one per person,
+    GEP neutral one per attribute, explicit one; wording, metadata and order keys from the spec),
+    without opening's gates or status change: for imports and builders of prepared data. `required`
+    overrides the spec's redundancy. Idempotent (unique (image, slot)); moves the data revision.
+    Returns how many questions were created."""
+    cfg = annotation_settings(campaign)
+    phrases = attribute_phrases(campaign)
+    rows = [q for image in images for q in _questions_for_image(campaign, image, cfg, phrases)]
+    if required is not None:
+        for question in rows:
+            question.required = required
+    created = Question.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+    revision_bump(campaign_ids=[campaign.pk])
+    return len(created)
 
 
 _TRANSITIONS = {
