@@ -73,7 +73,7 @@ def mturk_annotators_ensure(*, worker_ids: Sequence[str]) -> dict[str, int]:
         Annotator.objects.bulk_create([Annotator(user=by_name[f"mturk-{w}"], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
                                        for w in new])
         existing.update(Annotator.objects.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
-    return existing
+    return {str(worker): pk for worker, pk in existing.items()}
 
 
 def _assignments_insert(hits: Sequence[ImportedHit], now: datetime) -> list[int]:
