@@ -311,14 +311,14 @@ def redundancy_spent(*, campaign: Campaign, fixed_r: int | None = None) -> dict[
     the original answers to non-gold questions (corrections are not paid twice); `fixed_r_answers`
     the non-gold questions times `fixed_r` (the campaign's R when fixed, else 3, the papers' design);
     `saved_fraction` = 1 - answers / fixed_r_answers (negative when more was spent)."""
-    from .redundancy import FIXED_DEFAULT, is_adaptive
+    from .redundancy import redundancy_summary
 
     redundancy = annotation_settings(campaign)["redundancy"]
-    r = fixed_r if fixed_r is not None else (FIXED_DEFAULT if is_adaptive(redundancy) else int(redundancy))
     questions = dict(Question.objects.filter(campaign=campaign, is_gold=False).values("setting")
                      .annotate(n=Count("id")).values_list("setting", "n"))
     answers = dict(Answer.objects.filter(campaign=campaign, question__is_gold=False, corrects__isnull=True)
                    .values("question__setting").annotate(n=Count("id")).values_list("question__setting", "n"))
+<<<<<<< HEAD
 
     def block(n_questions: int, n_answers: int) -> dict[str, Any]:
         planned = n_questions * r
@@ -372,3 +372,6 @@ def data_revision(*, campaign_id: int) -> str:
     changes = Campaign.objects.filter(pk=campaign_id).values_list("data_changes", flat=True).first() or 0
     answers = Answer.objects.filter(campaign_id=campaign_id).aggregate(n=Count("id"), last=Max("id"))
     return f"{changes}.{answers['n']}.{answers['last'] or 0}"
+=======
+    return redundancy_summary(redundancy, questions=questions, answers=answers, fixed_r=fixed_r)
+>>>>>>> main

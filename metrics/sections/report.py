@@ -16,6 +16,8 @@ Built from `CampaignData` arrays by the pure functions of `metrics.core`. Conven
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +26,7 @@ import numpy as np
 
 from campaigns import presets
 from metrics.core import aggregation, agreement, gep, pst
-from metrics.core.report_warnings import collecting
+from metrics.core.report_warnings import collecting, warn
 from metrics.core.uncertainty import permutation_test_sts_studentized
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
@@ -40,6 +42,23 @@ from .values import sub as _sub
 
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "label_table",
            "question_labels", "register_section", "report_from_data"]
+
+
+# ------------------------------------------------------------------------------ guard
+_log = logging.getLogger(__name__)
+
+
+def guarded(path: str, build: Callable[[], Any]) -> Any:
+    """`build()`, or None with a warning at `path` when it fails: a section that cannot be computed
+    from the answers so far (a campaign in progress) leaves the rest of the report standing. The
+    sections handle the states they know (tests/metrics/test_report_properties.py asserts no report
+    of a random partial campaign needs this net); the error is logged."""
+    try:
+        return build()
+    except (ValueError, ArithmeticError, IndexError, KeyError, TypeError) as exc:
+        _log.exception("report section %s not computed", path)
+        warn(path, f"not computed from the answers so far ({type(exc).__name__}: {exc})")
+        return None
 
 
 # ------------------------------------------------------------------------------ labels
@@ -93,6 +112,33 @@ def _agreement(counts: np.ndarray) -> dict[str, Any]:
         "answers": int(c.sum()),
         "note": reason,
     }
+
+
+def agreement_data(data: CampaignData) -> tuple[CampaignData, dict[str, Any]]:
+    """The answers agreement is computed on, and what the report says about it (`agreement.basis`).
+    Fixed R: every answer. Adaptive redundancy: the first `min` answers of every question in order of
+    arrival (a correction keeps its original's place), collected whatever the outcome; a question's
+    later answers exist only because its first ones disagreed, so agreement over all of them (or over
+    the questions with the modal count) is biased (Fleiss' kappa 1.000 against a true 0.90, issue 22).
+    The scores use every answer (the majority of all of a question's answers)."""
+    raw = (data.campaign.spec.get("annotation") or {}).get("redundancy")
+    if not isinstance(raw, dict):
+        return data, {"design": "fixed", "answers_per_question": None, "note": None}
+    k = int(raw.get("min", 2))
+    arrival = data.a_arrival
+    if arrival is None or arrival.size != data.a_qidx.size:  # no arrival order known: the answers' own
+        arrival = np.arange(data.a_qidx.size)
+    order = np.argsort(arrival, kind="stable")
+    keep = np.zeros(data.a_qidx.size, dtype=bool)
+    keep[order] = agreement.first_answers(data.a_qidx[order], k)
+    sub = dataclasses.replace(data, a_qidx=data.a_qidx[keep], a_annotator=data.a_annotator[keep],
+                              a_code=data.a_code[keep],
+                              a_arrival=arrival[keep])
+    note = (f"Adaptive redundancy: agreement is computed on the first {k} answers of every question (in order "
+            f"of arrival, collected whatever the outcome); later answers, asked for only where the first "
+            f"disagreed, count in the labels but not here ({int(keep.sum())} of {keep.size} answers).")
+    return sub, {"design": "adaptive", "answers_per_question": k, "answers_used": int(keep.sum()),
+                 "answers_total": int(keep.size), "note": note}
 
 
 def agreement_section(data: CampaignData) -> dict[str, Any]:
@@ -174,9 +220,11 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                                                      ("micro", "groups", "percent_feminine"))
         out[setting] = section
         if setting == "single":  # the unified VLM paper's design: one person per image of an identity
-            out["gender_balance"] = {setting: gender_balance(
+            balance = guarded("pst.gender_balance.single", lambda mask=mask: gender_balance(  # type: ignore[misc]
                 images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
-                confidence=options.confidence, seed=seed)}
+                confidence=options.confidence, seed=seed))
+            if balance is not None:
+                out["gender_balance"] = {setting: balance}
         lk = pst.label_kinds(labels[mask])
         out["excluded"][setting] = {
             "cannot_identify": int((lk == pst.K_CANNOT).sum()),
@@ -214,10 +262,12 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     if "paired" in setting_rows and "intervention" in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
                        "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
-        out["intervention_analysis"] = intervention_section(
+        analysis = guarded("pst.intervention_analysis", lambda: intervention_section(
             plain=rows["paired"], intervention=rows["intervention"], groups=out["identity_groups"],
             treatment=options.treatment, n_boot=options.n_boot, n_perm=options.n_perm,
-            confidence=options.confidence, seed=seed)
+            confidence=options.confidence, seed=seed))
+        if analysis is not None:
+            out["intervention_analysis"] = analysis
     if spec["design"].get("aspect") == "occupation" and spec["design"]["identities"].get("preset") == "occupation":
         out["labor_stats_percent_female"] = presets.labor_stats_percent_female()
     return out
@@ -334,21 +384,33 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
-        "agreement": {**agreement_section(data), **agreement_subsets(data)},
+        "agreement": _agreement_block(data),
     }
     if campaign.kind == "pst":
-        report["pst"] = pst_section(data, labels, ties, options, seed)
-        amplification = amplification_section(data, labels, label_source=f"human answers ({options.aggregation})",
-                                              n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+        pst_part = guarded("pst", lambda: pst_section(data, labels, ties, options, seed))
+        if pst_part is not None:
+            report["pst"] = pst_part
+        amplification = guarded("amplification", lambda: amplification_section(
+            data, labels, label_source=f"human answers ({options.aggregation})", n_boot=options.n_boot,
+            confidence=options.confidence, seed=seed))
         if amplification:
             report["amplification"] = amplification
     else:
-        report["gep"] = gep_section(data, labels, ties, options, seed)
+        gep_part = guarded("gep", lambda: gep_section(data, labels, ties, options, seed))
+        if gep_part is not None:
+            report["gep"] = gep_part
     for key, build in _SECTION_BUILDERS.items():
-        section = build(data, labels, ties, options, seed)
+        section = guarded(key, lambda build=build: build(data, labels, ties, options, seed))  # type: ignore[misc]
         if section is not None:
             report[key] = section
     return report
+
+
+def _agreement_block(data: CampaignData) -> dict[str, Any]:
+    sub, basis = agreement_data(data)
+    if basis["note"]:
+        warn("agreement", basis["note"])
+    return {**agreement_section(sub), **agreement_subsets(sub), "basis": basis}
 
 
 def redundancy_section(campaign: Any) -> dict[str, Any]:
