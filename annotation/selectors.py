@@ -318,16 +318,7 @@ def redundancy_spent(*, campaign: Campaign, fixed_r: int | None = None) -> dict[
                      .annotate(n=Count("id")).values_list("setting", "n"))
     answers = dict(Answer.objects.filter(campaign=campaign, question__is_gold=False, corrects__isnull=True)
                    .values("question__setting").annotate(n=Count("id")).values_list("question__setting", "n"))
-<<<<<<< HEAD
-
-    def block(n_questions: int, n_answers: int) -> dict[str, Any]:
-        planned = n_questions * r
-        return {"questions": n_questions, "answers": n_answers, "fixed_r_answers": planned,
-                "saved_fraction": (1 - n_answers / planned) if planned else None}
-
-    by_setting = {s: block(n, answers.get(s, 0)) for s, n in sorted(questions.items())}
-    return {"rule": redundancy, "fixed_r": r, **block(sum(questions.values()), sum(answers.values())),
-            "by_setting": by_setting}
+    return redundancy_summary(redundancy, questions=questions, answers=answers, fixed_r=fixed_r)
 
 
 # How long a client waits before asking again when nothing is left only for now (a 204 with Retry-After).
@@ -372,6 +363,3 @@ def data_revision(*, campaign_id: int) -> str:
     changes = Campaign.objects.filter(pk=campaign_id).values_list("data_changes", flat=True).first() or 0
     answers = Answer.objects.filter(campaign_id=campaign_id).aggregate(n=Count("id"), last=Max("id"))
     return f"{changes}.{answers['n']}.{answers['last'] or 0}"
-=======
-    return redundancy_summary(redundancy, questions=questions, answers=answers, fixed_r=fixed_r)
->>>>>>> main

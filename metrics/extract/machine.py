@@ -21,11 +21,7 @@ from common.errors import ApplicationError
 
 from .data import CampaignData
 
-<<<<<<< HEAD
-__all__ = ["MachineData", "machine_data", "machine_labeller_check"]
-=======
-__all__ = ["MachineData", "machine_data", "machine_data_from", "machine_data_version"]
->>>>>>> main
+__all__ = ["MachineData", "machine_data", "machine_data_from", "machine_labeller_check"]
 
 
 @dataclass

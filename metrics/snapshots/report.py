@@ -18,23 +18,15 @@ from campaigns.models import Campaign
 from common.tasks import task_send
 from metrics.compare.rows import compare_from_reports, compare_kind
 from metrics.compare.sources import sources_comparison
-<<<<<<< HEAD
 from metrics.extract import CampaignFacts, campaign_data
-from metrics.extract.machine import machine_data, machine_labeller_check
-=======
-from metrics.extract import CampaignFacts, campaign_data, campaign_data_version
 from metrics.extract.data import CampaignData
-from metrics.extract.machine import MachineData, machine_data, machine_data_version
->>>>>>> main
+from metrics.extract.machine import MachineData, machine_data, machine_labeller_check
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
 from metrics.sections.sources import source_report
-<<<<<<< HEAD
-from metrics.snapshots.key import snapshot_key
-=======
 from metrics.sections.summary import summary_or_warning
->>>>>>> main
+from metrics.snapshots.key import snapshot_key
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
