@@ -99,6 +99,9 @@ class CampaignData:
     # Consented self-reported demographics per annotator enrolled in the campaign (annotator id ->
     # {"gender", "age_band", "country"}), for the `annotators` section only: never rendered per person.
     demographics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Order of arrival per effective answer (the id of the answer its correction chain started with);
+    # None: the answers' own order. Agreement under adaptive redundancy uses each question's first ones.
+    a_arrival: np.ndarray | None = None
 
     @property
     def a_question(self) -> np.ndarray:

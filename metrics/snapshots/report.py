@@ -24,6 +24,7 @@ from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
 from metrics.sections.sources import source_report
+from metrics.sections.summary import report_summary
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -35,6 +36,8 @@ def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any
     mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
     report = source_report(data, mdata, options)
     report.update(redundancy_section(campaign))
+    # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
+    report["summary"] = report_summary(report, aspect=(campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
 
