@@ -31,9 +31,11 @@ from metrics.sections.summary import summary_or_warning
 ASYNC_ANSWER_THRESHOLD = 300_000
 
 
-def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any]:
-    """Build the report now (no cache)."""
-    data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
+def report_build(*, campaign: Campaign, options: ReportOptions, data: CampaignData | None = None) -> dict[str, Any]:
+    """Build the report now (no cache); `data`: the campaign's data already extracted with the options'
+    `exclude_blocked` (the replication package's build passes the one it reads with the answer table)."""
+    if data is None:
+        data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
     mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
     return report_compute(data, mdata, options, redundancy=redundancy_section(campaign))
 
@@ -51,9 +53,11 @@ def report_compute(data: CampaignData, mdata: MachineData | None, options: Repor
     return json.loads(json.dumps(report))
 
 
-def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True) -> tuple[str, dict[str, Any]]:
+def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True,
+               data: CampaignData | None = None) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
-    now if needed; or ("building", progress) when a worker builds it (large campaigns)."""
+    now if needed (from `data` when given: see `report_build`); or ("building", progress) when a worker
+    builds it (large campaigns)."""
     version = campaign_data_version(campaign)
     if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
         version += "|" + machine_data_version(campaign, options.labeller)
@@ -71,7 +75,7 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
             return "building", {"status": "building", "progress": 0.0, "snapshot": snap.pk}
         return report_get(campaign=campaign, options=options, allow_async=False)
     started = time.monotonic()
-    report = report_build(campaign=campaign, options=options)
+    report = report_build(campaign=campaign, options=options, data=data)
     _snapshot_store(campaign, options, version, report, time.monotonic() - started)
     return "ready", report
 
