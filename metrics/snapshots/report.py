@@ -18,14 +18,15 @@ from campaigns.models import Campaign
 from common.tasks import task_send
 from metrics.compare.rows import compare_from_reports, compare_kind
 from metrics.compare.sources import sources_comparison
-from metrics.extract import CampaignFacts, campaign_data, campaign_data_version
+from metrics.extract import CampaignFacts, campaign_data
 from metrics.extract.data import CampaignData
-from metrics.extract.machine import MachineData, machine_data, machine_data_version
+from metrics.extract.machine import MachineData, machine_data, machine_labeller_check
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
+from metrics.snapshots.key import snapshot_key
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -58,10 +59,10 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed (from `data` when given: see `report_build`); or ("building", progress) when a worker
     builds it (large campaigns)."""
-    version = campaign_data_version(campaign)
     if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
-        version += "|" + machine_data_version(campaign, options.labeller)
-    key = options.key()
+        machine_labeller_check(campaign, options.labeller)
+    found = snapshot_key(campaigns=[campaign], options_key=options.key())
+    key, version = found.options_key, found.data_version
     snap = ReportSnapshot.objects.filter(campaign=campaign, options_key=key, data_version=version).first()
     if snap and snap.status == ReportSnapshot.Status.READY:
         return "ready", snap.payload
