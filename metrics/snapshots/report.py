@@ -12,6 +12,7 @@ import json
 import time
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
@@ -25,6 +26,7 @@ from metrics.extract.machine import MachineData, machine_data, machine_labeller_
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
+from metrics.sections.schema import report_validate
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
 from metrics.snapshots.key import snapshot_key
@@ -51,7 +53,10 @@ def report_compute(data: CampaignData, mdata: MachineData | None, options: Repor
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
     report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
-    return json.loads(json.dumps(report))
+    report = json.loads(json.dumps(report))
+    if settings.REPORT_SCHEMA_CHECK:  # on in the tests: the published JSON Schema holds every report
+        report_validate(report)
+    return report
 
 
 def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True,
