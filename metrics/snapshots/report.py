@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
+from common.budget import budget_decide
 from common.tasks import task_send
 from metrics.compare.rows import compare_from_reports, compare_kind
 from metrics.compare.sources import sources_comparison
@@ -30,8 +31,7 @@ from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
 from metrics.snapshots.key import snapshot_key
 
-# Above this many answers a report is built by a worker (default queue) instead of in the request.
-ASYNC_ANSWER_THRESHOLD = 300_000
+from .budget import REPORT_HINTS, report_estimate
 
 
 def report_build(*, campaign: Campaign, options: ReportOptions, data: CampaignData | None = None) -> dict[str, Any]:
@@ -63,7 +63,9 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
                data: CampaignData | None = None) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed (from `data` when given: see `report_build`); or ("building", progress) when a worker
-    builds it (large campaigns)."""
+    builds it: the request work budget (`common.budget`) decides from the estimate before any work
+    starts, and refuses (400 naming the option) options that would take minutes even in a worker.
+    `allow_async=False` (the CLI, the package's worker): built here whatever it costs."""
     if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
         machine_labeller_check(campaign, options.labeller)
     found = snapshot_key(campaigns=[campaign], options_key=options.key())
@@ -73,8 +75,7 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
         return "ready", snap.payload
     if snap and snap.status == ReportSnapshot.Status.BUILDING:
         return "building", {"status": "building", "progress": snap.progress, "snapshot": snap.pk}
-    answers = campaign.answers.count()
-    if allow_async and answers > ASYNC_ANSWER_THRESHOLD:
+    if allow_async and budget_decide(report_estimate(campaign, options), hints=REPORT_HINTS) == "worker":
         snap = _snapshot_claim(campaign, options, version)
         if snap is not None:
             transaction.on_commit(lambda: task_send("metrics.report_build", args=[snap.pk]))
