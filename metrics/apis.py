@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, HttpResponse, JsonResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import renderers, status
 from rest_framework.request import Request
@@ -19,7 +19,7 @@ from .compare.services import compare_get
 from .compare.sources import compare_source_options
 from .options import ReportOptions
 from .package.dataset import dataset_tempfile
-from .package.exports import report_csv_zip, report_html
+from .package.exports import report_csv_get, report_html
 from .render.compare import compare_csv_zip, compare_html
 from .snapshots.report import report_get
 
@@ -49,6 +49,12 @@ class HtmlRenderer(_Passthrough):
     format = "html"
 
 
+def _building(progress: Any) -> JsonResponse:
+    """202 `{"status": "building", "progress", "snapshot"}` as JSON whatever `format` was asked (the
+    csv / html renderers pass bodies through: a dict would reach the client as its joined keys)."""
+    return JsonResponse(progress, status=status.HTTP_202_ACCEPTED)
+
+
 def _options_query(request: Request) -> str:
     return "&".join(f"{k}={v}" for k, v in request.query_params.items() if k != "format")
 
@@ -62,14 +68,16 @@ class CampaignReportApi(APIView):
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         options = ReportOptions.from_params(request.query_params)
         fmt = request.query_params.get("format", "json")
-        state, report = report_get(campaign=campaign, options=options)
-        if state != "ready":
-            return Response(report, status=status.HTTP_202_ACCEPTED)
-        if fmt == "csv":
-            body = report_csv_zip(campaign=campaign, report=report, options=options)
+        if fmt == "csv":  # one extraction builds the report (when needed) and the tables
+            state, body = report_csv_get(campaign=campaign, options=options)
+            if state != "ready":
+                return _building(body)
             response = HttpResponse(body, content_type="application/zip")
             response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-report.zip"'
             return response
+        state, report = report_get(campaign=campaign, options=options)
+        if state != "ready":
+            return _building(report)
         if fmt == "html":
             return HttpResponse(report_html(campaign=campaign, report=report, options=options,
                                             query=_options_query(request)), content_type="text/html; charset=utf-8")
@@ -108,7 +116,7 @@ class ReportCompareApi(APIView):
         options, sources = compare_source_options(request.query_params)
         result = compare_get(campaigns=campaigns, options=options, compare=compare, sources=sources)
         if result.get("status") == "building":  # a worker builds the tests (COMPARE_INLINE_MAX_WORK)
-            return Response(result, status=status.HTTP_202_ACCEPTED)
+            return _building(result)
         fmt = request.query_params.get("format", "json")
         if fmt == "csv":
             response = HttpResponse(compare_csv_zip(result), content_type="application/zip")

@@ -31,7 +31,7 @@ from metrics.core.significance import Difference, compare_gep, compare_pst, comp
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
-from .report import question_labels
+from .labels import question_labels
 
 PST_SETTINGS = ("single", "paired", "intervention")
 GEP_SETTINGS = ("neutral", "explicit")

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation.models import AggregatedLabel, Enrollment
 from campaigns.models import Campaign
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_get
 from tests.builders.console import login
 from tests.builders.metrics import annotators, answer_all, make_images, make_questions
