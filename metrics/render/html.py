@@ -11,6 +11,7 @@ from metrics.compare.rows import metric_label
 from metrics.extract.data import CampaignFacts
 
 from . import charts
+from .methods import methods_sentence
 from .registry import sections_of
 
 
@@ -33,6 +34,7 @@ def report_page(report: dict[str, Any]) -> dict[str, Any]:
         # Warnings of a section the report does not show (left out whole): listed at the top.
         "other_warnings": [w for w in warnings if str(w.get("path", "")).split(".")[0] not in shown],
         "figures": [figure for r, sec in parts for figure in r.charts(sec)],
+        "methods_sentence": methods_sentence(report),
     }
 
 

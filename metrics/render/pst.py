@@ -114,11 +114,12 @@ INTERVENTION_HEADER = ["variant", "scope", "name", "plain_sts", "intervention_st
 
 
 def intervention_rows(section: dict[str, Any]) -> list[list[Any]]:
-    """pst_intervention.csv: per variant (all identities, top 5) the overall, group and identity
-    differences intervention - plain."""
+    """pst_intervention.csv: per variant (all identities, top 5, top 5 selected on a split) the
+    overall, group and identity differences intervention - plain."""
     analysis = section.get("intervention_analysis") or {}
     rows = []
-    for variant in ("all", f"top_{analysis.get('top_k', 5)}"):
+    k = analysis.get("top_k", 5)
+    for variant in ("all", f"top_{k}", f"top_{k}_split"):
         v = analysis.get(variant)
         if not v:
             continue

@@ -13,6 +13,7 @@ from common.csvsafe import csv_cell, csv_frame, csv_writer
 from metrics.extract.data import AnswerTable, CampaignData, CampaignFacts
 from metrics.sections.labels import LabelTable
 
+from .methods import methods_sentence
 from .registry import Table, sections_of
 
 ANSWER_COLUMNS = ["answer_id", "question_id", "image_id", "annotator_id", "choice", "time_ms", "created_at",
@@ -84,7 +85,7 @@ def readme(campaign: CampaignFacts, report: dict[str, Any]) -> str:
     return (f"Report of campaign {campaign.pk} ({campaign.name}, {campaign.kind}).\n"
             f"Options: {opts}.\n"
             "STS in percent (-100..100); GEP frequencies, vectors and scores as fractions.\n"
-            "Intervals: percentile bootstrap over images, seeded.\n"
+            f"{methods_sentence(report)}\n"
             "answers.csv holds every stored answer; `superseded` answers were replaced by a correction and\n"
             "are not used; gold questions and excluded images are not used in the figures.\n")
 

@@ -12,6 +12,7 @@ from metrics.core.uncertainty import permutation_test_sts_studentized
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
+from .guard import guarded
 from .metric_intervals import pst_gap_intervals, pst_runs, pst_setting_intervals
 from .pst_analysis import gender_balance, intervention_section
 from .templates import template_column, template_labels, template_mean
@@ -87,9 +88,11 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                                                      ("micro", "groups", "percent_feminine"))
         out[setting] = section
         if setting == "single":  # the unified VLM paper's design: one person per image of an identity
-            out["gender_balance"] = {setting: gender_balance(
+            balance = guarded("pst.gender_balance.single", lambda mask=mask: gender_balance(  # type: ignore[misc]
                 images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
-                confidence=options.confidence, seed=seed)}
+                confidence=options.confidence, seed=seed))
+            if balance is not None:
+                out["gender_balance"] = {setting: balance}
         lk = pst.label_kinds(labels[mask])
         out["excluded"][setting] = {
             "cannot_identify": int((lk == pst.K_CANNOT).sum()),
@@ -127,10 +130,12 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     if "paired" in setting_rows and "intervention" in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
                        "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
-        out["intervention_analysis"] = intervention_section(
+        analysis = guarded("pst.intervention_analysis", lambda: intervention_section(
             plain=rows["paired"], intervention=rows["intervention"], groups=out["identity_groups"],
             treatment=options.treatment, n_boot=options.n_boot, n_perm=options.n_perm,
-            confidence=options.confidence, seed=seed)
+            confidence=options.confidence, seed=seed))
+        if analysis is not None:
+            out["intervention_analysis"] = analysis
     if spec["design"].get("aspect") == "occupation" and spec["design"]["identities"].get("preset") == "occupation":
         out["labor_stats_percent_female"] = presets.labor_stats_percent_female()
     return out

@@ -30,13 +30,14 @@ from .agreement import agreement_section
 from .agreement_subsets import agreement_subsets
 from .amplification import amplification_section
 from .gep import gep_section
+from .guard import guarded
 from .labels import LabelTable, label_table, question_labels
 from .pst import pst_section
 from .values import num as _f
 
 # The names other modules import from here (the sections' own modules are the owners).
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "_f",
-           "agreement_section", "gep_section", "label_table", "pst_section", "question_labels",
+           "agreement_section", "gep_section", "guarded", "label_table", "pst_section", "question_labels",
            "register_section", "report_from_data", "report_seed"]
 
 
@@ -88,17 +89,22 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         "agreement": {**agreement_section(data), **agreement_subsets(data)},
     }
     if campaign.kind == "pst":
-        report["pst"] = pst_section(data, labels, ties, options, seed)
-        amplification = amplification_section(data, labels, label_source=f"human answers ({options.aggregation})",
-                                              n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+        pst_part = guarded("pst", lambda: pst_section(data, labels, ties, options, seed))
+        if pst_part is not None:
+            report["pst"] = pst_part
+        amplification = guarded("amplification", lambda: amplification_section(
+            data, labels, label_source=f"human answers ({options.aggregation})", n_boot=options.n_boot,
+            confidence=options.confidence, seed=seed))
         if amplification:
             report["amplification"] = amplification
     else:
-        report["gep"] = gep_section(data, labels, ties, options, seed)
+        gep_part = guarded("gep", lambda: gep_section(data, labels, ties, options, seed))
+        if gep_part is not None:
+            report["gep"] = gep_part
     if data.redundancy is not None:  # adaptive redundancy: what it spent (read by the extraction)
         report["redundancy"] = data.redundancy
     for key, build in _SECTION_BUILDERS.items():
-        section = build(data, labels, ties, options, seed)
+        section = guarded(key, lambda build=build: build(data, labels, ties, options, seed))  # type: ignore[misc]
         if section is not None:
             report[key] = section
     return report

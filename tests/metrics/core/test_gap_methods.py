@@ -48,3 +48,16 @@ def test_studentized_sts_test_runs_on_person_rows() -> None:
     res = permutation_test_sts_studentized(np.array([1, 1, 2, 2, 3, 4]), np.array([1, 1, 1, 1, 0, 0]), labels,
                                            np.array(["feminine"] * 6, dtype=object), "paper", n_perm=99, seed=0)
     assert res.observed == pytest.approx(50.0 - (-100.0)) and 0 < res.p_value <= 1
+
+
+def test_compare_sums_without_resampling_gives_the_difference_only() -> None:
+    from metrics.core.significance import compare_sums
+
+    a, b = np.array([[1.0, 2.0], [1.0, 1.0]]), np.array([[0.0, 1.0], [1.0, 3.0]])
+
+    def ratio(t: np.ndarray) -> np.ndarray:
+        tt = t.sum(axis=1)
+        return (tt[:, 0] / tt[:, 1])[:, None]
+
+    d = compare_sums(a, b, ratio, ["r"], n_boot=0, n_perm=0)["r"]
+    assert d.difference == pytest.approx(2 / 3 - 1 / 4) and np.isnan(d.low) and d.ci_method == "none"
