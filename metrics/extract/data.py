@@ -101,6 +101,9 @@ class CampaignData:
     demographics: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Answers spent vs the fixed-R design (the `redundancy` section), for adaptive redundancy only.
     redundancy: dict[str, Any] | None = None
+    # Order of arrival per effective answer (the id of the answer its correction chain started with);
+    # None: the answers' own order. Agreement under adaptive redundancy uses each question's first ones.
+    a_arrival: np.ndarray | None = None
 
     @property
     def a_question(self) -> np.ndarray:

@@ -36,6 +36,8 @@ class MachineData:
     sampled: np.ndarray    # bool: the question's image is in the recorded human sample
     sample_active: bool    # the campaign has a recorded human sample
     clipscore: list[dict[str, Any]]
+    # The raw similarity per question where the labeller stores one (GEP_C cos, GEP_CC diff), else NaN.
+    raw: np.ndarray | None = None
 
 
 def machine_data_version(campaign: Any, labeller: str) -> str:
@@ -61,6 +63,7 @@ def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineDat
     n = data.q_id.size
     choice = np.full(n, "", dtype=object)
     score = np.full(n, np.nan)
+    raw = np.full(n, np.nan)
     positive = np.full(n, "", dtype=object)
     models: dict[str, int] = {}
     if rows:
@@ -74,6 +77,8 @@ def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineDat
             choice[i] = r["choice"]
             if r["score"] is not None:
                 score[i] = float(r["score"])
+            if r.get("raw") is not None:
+                raw[i] = float(r["raw"])
             positive[i] = (r["choices"] or [""])[0]
             model = r.get("model") or ""
             models[model] = models.get(model, 0) + 1
@@ -81,4 +86,4 @@ def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineDat
     sampled = np.isin(data.q_image, np.fromiter(sample, np.int64, len(sample)))
     return MachineData(labeller=labeller, choice=choice.astype(str), score=score, positive=positive.astype(str),
                        model=max(models, key=lambda k: models[k]) if models else "", sampled=sampled,
-                       sample_active=bool(sample), clipscore=clipscore_rows(campaign))
+                       sample_active=bool(sample), clipscore=clipscore_rows(campaign), raw=raw)

@@ -35,6 +35,7 @@ from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 from metrics.sections.labels import label_table
+from metrics.sections.summary import report_summary
 from metrics.snapshots.report import report_get
 
 CHUNK = 100_000
@@ -186,6 +187,9 @@ def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answe
              "- config_name: images", "  data_files: data/images.parquet", "---", "",
              f"# {campaign.name}", "",
              (spec.get("description") or "A bias audit of a text-to-image model with human annotation.").strip(), "",
+             "## Summary", "",
+             *(f"- {line}" for line in (report.get("summary")
+                                        or report_summary(report, aspect=design.get("aspect")))["lines"]), "",
              "## Design", "",
              f"- Kind: {campaign.get_kind_display()} (`{campaign.kind}`); settings: {', '.join(design.get('settings', []))}",
              f"- Generation backend: {backend.get('name')}" + (f", model `{backend.get('model')}`" if backend.get("model")

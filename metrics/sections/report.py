@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from metrics.core.report_warnings import collecting
+from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 
-from .agreement import agreement_section
+from .agreement import agreement_data, agreement_section
 from .agreement_subsets import agreement_subsets
 from .amplification import amplification_section
 from .gep import gep_section
@@ -37,7 +37,7 @@ from .values import num as _f
 
 # The names other modules import from here (the sections' own modules are the owners).
 __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "ReportOptions", "_f",
-           "agreement_section", "gep_section", "guarded", "label_table", "pst_section", "question_labels",
+           "agreement_data", "agreement_section", "gep_section", "guarded", "label_table", "pst_section", "question_labels",
            "register_section", "report_from_data", "report_seed"]
 
 
@@ -86,7 +86,7 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
-        "agreement": {**agreement_section(data), **agreement_subsets(data)},
+        "agreement": _agreement_block(data),
     }
     if campaign.kind == "pst":
         pst_part = guarded("pst", lambda: pst_section(data, labels, ties, options, seed))
@@ -108,3 +108,10 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         if section is not None:
             report[key] = section
     return report
+
+
+def _agreement_block(data: CampaignData) -> dict[str, Any]:
+    sub, basis = agreement_data(data)
+    if basis["note"]:
+        warn("agreement", basis["note"])
+    return {**agreement_section(sub), **agreement_subsets(sub), "basis": basis}
