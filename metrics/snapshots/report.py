@@ -18,7 +18,7 @@ from metrics.extract.data import CampaignData
 from metrics.extract.machine import machine_data
 from metrics.options import ReportOptions
 from metrics.sections.sources import source_report
-from metrics.sections.summary import report_summary
+from metrics.sections.summary import summary_or_warning
 
 from .store import snapshot_build, snapshot_get, snapshot_key
 
@@ -34,7 +34,7 @@ def report_build(*, campaign: Campaign, options: ReportOptions, data: CampaignDa
     mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
     report = source_report(data, mdata, options)
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
-    report["summary"] = report_summary(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
+    report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
 
