@@ -15,7 +15,7 @@ from typing import Any
 from campaigns.models import Campaign
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
-from metrics.extract.machine import machine_data
+from metrics.extract.machine import MachineData, machine_data
 from metrics.options import ReportOptions
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
@@ -32,7 +32,19 @@ def report_build(*, campaign: Campaign, options: ReportOptions, data: CampaignDa
     if data is None:
         data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
     mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
+    return report_compute(data, mdata, options)
+
+
+def report_compute(data: CampaignData, mdata: MachineData | None, options: ReportOptions, *,
+                   redundancy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report from the extracted data (no database): what `report_build` and the replication
+    package's `metrics.package.read` both run, so their figures are the same by construction.
+    The `redundancy` section comes with the data (`CampaignData.redundancy`, read by the extraction);
+    `redundancy`, when given, is that block from elsewhere (`{"redundancy": ...}`, {} for a fixed
+    design: the package's own counts)."""
     report = source_report(data, mdata, options)
+    if redundancy is not None:
+        report.update(redundancy)
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
     report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
