@@ -52,19 +52,22 @@ def report_compute(data: CampaignData, mdata: MachineData | None, options: Repor
 
 
 def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True,
+               data: CampaignData | None = None,
                extract: Callable[[], CampaignData] | None = None) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
-    now if needed (from `extract()` when given: an export that needs more of the data reads it once);
-    or ("building", progress) when a worker builds it (large campaigns)."""
+    now if needed (from `data`, or `extract()`, when given: an export that needs more of the data reads
+    it once; see `report_build`); or ("building", progress) when a worker builds it (large campaigns)."""
     key = snapshot_key(campaigns=[campaign], options=options)
 
     def large() -> bool:
         return campaign.answers.count() > ASYNC_ANSWER_THRESHOLD and allow_async
 
+    def build() -> dict[str, Any]:
+        given = data if data is not None else extract() if extract is not None else None
+        return report_build(campaign=campaign, options=options, data=given)
+
     return snapshot_get(key, options=options, background=large, task="metrics.report_build",
-                        task_args=lambda snapshot_id: [snapshot_id],
-                        build=lambda: report_build(campaign=campaign, options=options,
-                                                   data=extract() if extract is not None else None))
+                        task_args=lambda snapshot_id: [snapshot_id], build=build)
 
 
 def report_build_snapshot(*, snapshot_id: int) -> None:
