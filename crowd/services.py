@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
@@ -30,9 +28,9 @@ from annotation.models import (
     QualificationAttempt,
     Question,
 )
+from annotation.services.external import annotator_for_platform, assignment_external_set
 from annotation.services.qualification import qualification_attempt
 from campaigns.models import Campaign
-from common.accounts import username_taken
 from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from . import mturk
@@ -93,19 +91,7 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
     field = PLATFORM_FIELDS[Annotator.Kind(platform)]
     if not valid_external_id(external_id):
         raise ApplicationError(f"Invalid {field}.", errors={field: ["letters, digits, - and _ only (at most 64)"]})
-    found = Annotator.objects.filter(**{field: external_id}).select_related("user").first()
-    if found is not None:
-        return found, False
-    User = get_user_model()
-    try:
-        with transaction.atomic():
-            username = f"{platform}-{external_id}"
-            if username_taken(username):
-                username = f"{platform}-{external_id}-{secrets.token_hex(3)}"
-            user = User.objects.create_user(username=username, password=None)
-            return Annotator.objects.create(user=user, kind=platform, **{field: external_id}), True
-    except IntegrityError:
-        return Annotator.objects.select_related("user").get(**{field: external_id}), False
+    return annotator_for_platform(kind=platform, field=field, external_id=external_id)
 
 
 def mturk_annotator(*, worker_id: str) -> Annotator:
@@ -149,7 +135,7 @@ def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_
         if existing.status == Assignment.Status.ACTIVE and existing.expires_at > timezone.now():
             return assignment_payload(existing), False
         # Expired or returned: the MTurk assignment is still open; its ids move to a new HIT.
-        Assignment.objects.filter(pk=existing.pk).update(external_assignment_id=None)
+        assignment_external_set(assignment_id=existing.pk, external_assignment_id=None)
     payload, created = assignment_next(annotator=annotator, campaign_id=campaign_id)
     if payload is None:
         return None, False
@@ -159,7 +145,7 @@ def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_
             "You are already working on another HIT of this study (MTurk assignment "
             f"{held.external_assignment_id}). Finish or return that HIT first, or wait until it expires.",
             errors={"assignmentId": ["another HIT is in progress"]})
-    Assignment.objects.filter(pk=held.pk).update(external_assignment_id=assignment_id, external_hit_id=hit_id)
+    assignment_external_set(assignment_id=held.pk, external_assignment_id=assignment_id, external_hit_id=hit_id)
     return payload, created
 
 

@@ -17,6 +17,7 @@ from ..demographics import validate_answers
 from ..models import Annotator, DemographicsResponse, Enrollment
 from ..spec_section import annotation_settings
 from .annotators import ForbiddenError
+from .derived import annotator_data_changed, revision_bump
 
 
 def _raise(errors: dict[str, list[str]]) -> None:
@@ -51,6 +52,7 @@ def demographics_submit(*, annotator: Annotator, campaign: Campaign, consent: An
     response, _ = DemographicsResponse.objects.update_or_create(
         annotator=annotator, campaign=campaign,
         defaults={"answers": clean, "consent_version": cfg["consent_version"], "consented_at": now})
+    revision_bump(campaign_ids=[campaign.pk])
     return response
 
 
@@ -67,4 +69,5 @@ def demographics_withdraw(*, annotator: Annotator) -> dict[str, Any]:
                                                      demographics_withdrawn_at=now)
     annotator.demographics, annotator.demographics_consented_at = {}, None
     annotator.demographics_withdrawn_at = now
+    annotator_data_changed(annotator_id=annotator.pk)
     return {"withdrawn_at": now, "campaigns": rows, "erased": erased + int(had_profile)}

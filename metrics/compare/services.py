@@ -3,9 +3,9 @@
 The side-by-side rows come from the campaigns' report snapshots (`report_compare`). The
 tests and the pooled agreement need the campaigns' data (one extraction each) and up to
 `COMPARE_MAX_DRAWS` vectorised draws. Their result is kept in the existing `ReportSnapshot` table
-(on the first campaign of the comparison, keyed by `metrics.snapshots.store.snapshot_key`: options key
-`compare:<sha256 of the campaigns, report options and compare options>`, data version = sha256 of
-every campaign's data version; claimed, built and stored by `metrics.snapshots.store`), so the same
+(on the first campaign of the comparison, options key `compare:<sha256 of the campaigns, report options
+and compare options>`, data version = every campaign's data revision (`metrics.snapshots.key.snapshot_key`);
+claimed, built and stored by `metrics.snapshots.store`), so the same
 comparison on unchanged data is read back instead of recomputed, and any new answer, exclusion or
 block in any of the campaigns makes it stale (older ones are deleted when a new one is stored).
 A comparison whose work (draws x images summed over the pairs) is above `COMPARE_INLINE_MAX_WORK` is
@@ -15,6 +15,7 @@ built by a worker (`metrics.compare_build`, default queue) like a large report: 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from itertools import combinations
 from typing import Any
 
@@ -25,8 +26,9 @@ from common.errors import ApplicationError
 from generation.models import Image
 from metrics.extract import CampaignFacts
 from metrics.options import ReportOptions
+from metrics.snapshots.key import snapshot_key
 from metrics.snapshots.report import report_get
-from metrics.snapshots.store import snapshot_get, snapshot_key
+from metrics.snapshots.store import snapshot_get
 
 from .build import compare_payload
 from .options import CompareOptions
@@ -50,10 +52,12 @@ def compare_work(*, campaigns: list[Campaign], compare: CompareOptions) -> int:
 def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOptions) -> dict[str, Any]:
     """The snapshot's payload (ready), or {"status": "building", ...} while a worker builds it."""
     ids = [c.pk for c in campaigns]
-    key = snapshot_key(campaigns=campaigns, options=options, compare_key=compare.key())
+    options_key = "compare:" + hashlib.sha256(f"{','.join(map(str, ids))}#{options.key()}#{compare.key()}".encode()
+                                              ).hexdigest()
+    key = snapshot_key(campaigns=campaigns, options_key=options_key)
     limit = int(getattr(settings, "COMPARE_INLINE_MAX_WORK", DEFAULT_INLINE_MAX_WORK))
     _, payload = snapshot_get(
-        key, options=options, task="metrics.compare_build",
+        campaigns[0], key, options=options, task="metrics.compare_build",
         background=lambda: compare_work(campaigns=campaigns, compare=compare) > limit,
         task_args=lambda snapshot_id: [snapshot_id, ids, options.to_dict(), compare.to_dict()],
         build=lambda: compare_payload(campaigns=campaigns, options=options, compare=compare))

@@ -15,12 +15,13 @@ from typing import Any
 from campaigns.models import Campaign
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
-from metrics.extract.machine import MachineData, machine_data
+from metrics.extract.machine import MachineData, machine_data, machine_labeller_check
 from metrics.options import ReportOptions
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
 
-from .store import snapshot_build, snapshot_get, snapshot_key
+from .key import snapshot_key
+from .store import snapshot_build, snapshot_get
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -57,7 +58,9 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed (from `data`, or `extract()`, when given: an export that needs more of the data reads
     it once; see `report_build`); or ("building", progress) when a worker builds it (large campaigns)."""
-    key = snapshot_key(campaigns=[campaign], options=options)
+    if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
+        machine_labeller_check(campaign, options.labeller)
+    key = snapshot_key(campaigns=[campaign], options_key=options.key())
 
     def large() -> bool:
         return campaign.answers.count() > ASYNC_ANSWER_THRESHOLD and allow_async
@@ -66,7 +69,7 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
         given = data if data is not None else extract() if extract is not None else None
         return report_build(campaign=campaign, options=options, data=given)
 
-    return snapshot_get(key, options=options, background=large, task="metrics.report_build",
+    return snapshot_get(campaign, key, options=options, background=large, task="metrics.report_build",
                         task_args=lambda snapshot_id: [snapshot_id], build=build)
 
 
