@@ -2,7 +2,7 @@
 aggregates, the withdrawal) and fair pay. Views parse, call one service or selector, and render."""
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,7 +13,7 @@ from common.edge import body_parse
 from common.errors import ApplicationError
 from common.permissions import IsResearcher, user_is_researcher
 
-from . import inputs, selectors
+from . import inputs, outputs, selectors
 from .pay import campaign_pay
 from .people import DEFAULT_MIN_GROUP, demographics_form, demographics_summary
 from .services.demographics import demographics_submit, demographics_withdraw
@@ -39,7 +39,9 @@ class CampaignDemographicsApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(parameters=[OpenApiParameter("min_group", int)], responses={200: dict})
+    @extend_schema(parameters=[OpenApiParameter("min_group", int)], responses={200: PolymorphicProxySerializer(
+        component_name="CampaignDemographicsOutput", serializers=[outputs.DemographicsSummaryOutput, outputs.DemographicsFormOutput],
+        resource_type_field_name=None)})
     def get(self, request: Request, campaign_id: int) -> Response:
         if user_is_researcher(request.user):
             campaign = campaign_get(user=request.user, campaign_id=campaign_id)
@@ -48,7 +50,7 @@ class CampaignDemographicsApi(APIView):
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
         return Response(demographics_form(campaign=campaign, annotator=annotator))
 
-    @extend_schema(request=inputs.DemographicsInput, responses={200: dict})
+    @extend_schema(request=inputs.DemographicsInput, responses={200: outputs.DemographicsSubmitOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
@@ -65,7 +67,7 @@ class DemographicsWithdrawApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.DemographicsWithdrawOutput})
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, dict):  # reading it parses it: 415 for a type the API does not take
             raise ApplicationError("No body is needed.", errors={"body": ["must be empty or an object"]})
@@ -77,7 +79,7 @@ class DemographicsApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.DemographicsWithdrawOutput})
     def delete(self, request: Request) -> Response:
         return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
 
@@ -87,7 +89,7 @@ class CampaignPayApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.PayOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response(campaign_pay(campaign=campaign))

@@ -105,6 +105,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # the pairs, x 2) above which a worker builds the tests instead of the request (202 "building").
 COMPARE_MAX_DRAWS = env_int("COMPARE_MAX_DRAWS", 20_000)
 COMPARE_INLINE_MAX_WORK = env_int("COMPARE_INLINE_MAX_WORK", 100_000_000)
+# Validate every built report against its JSON Schema (metrics/sections/schema.py); on in the tests.
+REPORT_SCHEMA_CHECK = env_bool("REPORT_SCHEMA_CHECK", False)
 # Outbound requests to URLs from outside the code (common/outbound.py): private, loopback and
 # link-local addresses are refused unless listed here (CIDRs, e.g. a lab's own model server).
 OUTBOUND_PRIVATE_ALLOWLIST = env_list("OUTBOUND_PRIVATE_ALLOWLIST", [])

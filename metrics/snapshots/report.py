@@ -12,11 +12,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+
 from campaigns.models import Campaign
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData, machine_data, machine_labeller_check
 from metrics.options import ReportOptions
+from metrics.sections.schema import report_validate
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
 
@@ -49,7 +52,10 @@ def report_compute(data: CampaignData, mdata: MachineData | None, options: Repor
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
     report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
-    return json.loads(json.dumps(report))
+    report = json.loads(json.dumps(report))
+    if settings.REPORT_SCHEMA_CHECK:  # on in the tests: the published JSON Schema holds every report
+        report_validate(report)
+    return report
 
 
 def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True,
