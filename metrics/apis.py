@@ -175,7 +175,7 @@ class ReportCompareApi(APIView):
         campaigns = [campaign_get(user=request.user, campaign_id=i) for i in dict.fromkeys(ids)]
         options, sources = compare_source_options(request.query_params)
         result = compare_get(campaigns=campaigns, options=options, compare=compare, sources=sources)
-        if result.get("status") == "building":  # a worker builds the tests (COMPARE_INLINE_MAX_WORK)
+        if result.get("status") == "building":  # over the request work budget (common/budget.py)
             return _building(result)
         fmt = request.query_params.get("format", "json")
         if fmt == "csv":
@@ -197,7 +197,7 @@ class CampaignDatasetApi(APIView):
     """The campaign's replication package: a zip of answer-level Parquet tables (anonymised annotators),
     the spec, the report, a manifest and a dataset card (metrics/package/). Owner
     only. Built by a worker with progress (202 `{"status": "building", "progress", "build"}` until it
-    is ready; small campaigns in the request), then streamed from storage."""
+    is ready; in the request when its estimate fits REQUEST_WORK_BUDGET_S), then streamed from storage."""
 
     permission_classes = [IsResearcher]
     renderer_classes = [ZipRenderer, renderers.JSONRenderer]

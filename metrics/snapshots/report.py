@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 
 from campaigns.models import Campaign
+from common.budget import budget_decide
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData, machine_data, machine_labeller_check
@@ -23,11 +24,9 @@ from metrics.sections.schema import report_validate
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
 
+from .budget import REPORT_HINTS, report_estimate
 from .key import snapshot_key
 from .store import snapshot_build, snapshot_get
-
-# Above this many answers a report is built by a worker (default queue) instead of in the request.
-ASYNC_ANSWER_THRESHOLD = 300_000
 
 
 def report_build(*, campaign: Campaign, options: ReportOptions, data: CampaignData | None = None) -> dict[str, Any]:
@@ -63,13 +62,16 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
                extract: Callable[[], CampaignData] | None = None) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed (from `data`, or `extract()`, when given: an export that needs more of the data reads
-    it once; see `report_build`); or ("building", progress) when a worker builds it (large campaigns)."""
+    it once; see `report_build`); or ("building", progress) when a worker builds it: the request work
+    budget (`common.budget`) decides from the estimate before any work starts, and refuses (400 naming
+    the option) options that would take minutes even in a worker. `allow_async=False` (the CLI, the
+    package's worker): built here whatever it costs."""
     if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
         machine_labeller_check(campaign, options.labeller)
     key = snapshot_key(campaigns=[campaign], options_key=options.key())
 
     def large() -> bool:
-        return campaign.answers.count() > ASYNC_ANSWER_THRESHOLD and allow_async
+        return allow_async and budget_decide(report_estimate(campaign, options), hints=REPORT_HINTS) == "worker"
 
     def build() -> dict[str, Any]:
         given = data if data is not None else extract() if extract is not None else None

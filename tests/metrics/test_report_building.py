@@ -15,6 +15,7 @@ from metrics.extract.machine import machine_data
 from metrics.options import ReportOptions
 from metrics.sections.report import report_from_data
 from metrics.sections.sources import source_report
+from metrics.snapshots.report import report_get
 from tests.builders.metrics import (
     SMALL_GEP,
     SMALL_PST,
@@ -44,11 +45,10 @@ def gep_campaign(researcher: User) -> Campaign:
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "html"])
 def test_a_report_still_building_answers_202_json_whatever_the_format(
-        api: APIClient, pst_campaign: Campaign, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
-    import metrics.snapshots.report as snapshots_report
+        api: APIClient, pst_campaign: Campaign, monkeypatch: pytest.MonkeyPatch, settings: Any, fmt: str) -> None:
     from metrics import tasks
 
-    monkeypatch.setattr(snapshots_report, "ASYNC_ANSWER_THRESHOLD", 10)
+    settings.REQUEST_WORK_BUDGET_S = 0  # every report over the request work budget
     monkeypatch.setattr(tasks.report_build_task, "apply_async", lambda *a, **kw: None)
     for _ in range(2):  # the claim, then the snapshot found building
         resp = api.get(f"/api/campaigns/{pst_campaign.pk}/report/?n_boot=20&format={fmt}")
@@ -66,7 +66,9 @@ def test_a_comparison_still_building_answers_202_json_whatever_the_format(
 
     other, questions = campaign_with_questions(researcher, {**SMALL_PST, "name": "other"})
     answer_all(other, questions, stereotyped, annotators(3, "o-"))
-    settings.COMPARE_INLINE_MAX_WORK = 1
+    for campaign in (pst_campaign, other):  # the reports in the request (the tests alone go to the worker)
+        report_get(campaign=campaign, options=ReportOptions.from_params({"n_boot": "0"}))
+    settings.REQUEST_WORK_BUDGET_S = 0
     monkeypatch.setattr(tasks.compare_build_task, "apply_async", lambda *a, **kw: None)
     resp = api.get(f"/api/reports/compare/?campaigns={pst_campaign.pk},{other.pk}&test=permutation&draws=100"
                    f"&n_boot=0&format={fmt}")
