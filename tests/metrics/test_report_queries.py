@@ -99,10 +99,11 @@ def test_report_get_and_the_csv_export_run_an_exact_number_of_queries(researcher
             with statements() as exported:
                 report_csv_zip(campaign=campaign, report=report, options=options)
         # Snapshot key (the data revision: the campaign's counter, the answers' count and highest id) +
-        # snapshot lookup; a miss adds the answer count, the build, and the store (update_or_create:
-        # SAVEPOINT, SELECT ... FOR UPDATE, INSERT, RELEASE) and the stale delete.
+        # snapshot lookup; a miss adds the request work budget's estimate (the consented demographics,
+        # the answer count, the image count: metrics/snapshots/budget.py), the build, and the store
+        # (update_or_create: SAVEPOINT, SELECT ... FOR UPDATE, INSERT, RELEASE) and the stale delete.
         assert len(cached) == 3 and state == "ready"
-        assert len(built) == 3 + 1 + extract + 4 + 1, built
+        assert len(built) == 3 + 3 + extract + 4 + 1, built
         assert len(exported) == extract  # one extraction, answers.csv included
 
 
@@ -133,7 +134,7 @@ def test_a_machine_source_adds_an_exact_number_of_queries(researcher: User, sour
                 state, _ = report_get(campaign=campaign, options=options)
         assert len(built) == extract + 3, built
         assert len(cached) == 1 + 3 and state == "ready", cached
-        assert len(got) == 1 + 3 + 1 + extract + 3 + 4 + 1, got
+        assert len(got) == 1 + 3 + 3 + extract + 3 + 4 + 1, got  # the budget estimate: 3
         first = MachineLabel.objects.filter(campaign=campaign).select_related("question").first()
         machine_labels_import(campaign=campaign, labeller="clip_cls", name="labels.csv", data=(
             f"image,attribute,choice\n{first.question.image_id},{first.question.slot},{first.question.choices[1]}\n"
@@ -159,7 +160,7 @@ def test_the_csv_export_of_a_report_not_built_yet_reads_the_data_once(researcher
             with statements() as again:
                 state_again, body_again = report_csv_get(campaign=campaign, options=options)
         assert state == state_again == "ready"
-        assert len(fresh) == 3 + 1 + extract + 4 + 1, fresh  # as report_get's build: one extraction
+        assert len(fresh) == 3 + 3 + extract + 4 + 1, fresh  # as report_get's build: one extraction
         assert len(again) == 3 + extract, again
         first, second = (zipfile.ZipFile(io.BytesIO(b)) for b in (body, body_again))
         assert first.namelist() == second.namelist() and "answers.csv" in first.namelist()
