@@ -99,6 +99,8 @@ class CampaignData:
     # Consented self-reported demographics per annotator enrolled in the campaign (annotator id ->
     # {"gender", "age_band", "country"}), for the `annotators` section only: never rendered per person.
     demographics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Answers spent vs the fixed-R design (the `redundancy` section), for adaptive redundancy only.
+    redundancy: dict[str, Any] | None = None
     # Order of arrival per effective answer (the id of the answer its correction chain started with);
     # None: the answers' own order. Agreement under adaptive redundancy uses each question's first ones.
     a_arrival: np.ndarray | None = None

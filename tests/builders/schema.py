@@ -43,7 +43,8 @@ def key_problems(schema: dict[str, Any], node: dict[str, Any], body: Any, where:
     schema does not name (top level, objects of arrays, and nested documented objects)."""
     node = resolve(schema, node)
     if "oneOf" in node or "anyOf" in node:
-        options = [key_problems(schema, part, body, where) for part in node.get("oneOf", node.get("anyOf"))]
+        parts = node["oneOf"] if "oneOf" in node else node["anyOf"]
+        options = [key_problems(schema, part, body, where) for part in parts]
         return [] if any(not p for p in options) else min(options, key=len)
     if node.get("type") == "array" and isinstance(body, list):
         return key_problems(schema, node.get("items", {}), body[0], f"{where}[0]") if body else []

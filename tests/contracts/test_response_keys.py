@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from annotation.models import Question
 from tests.builders.campaigns import hit_submit_all, make_annotator, make_campaign, make_images, small_spec
 from tests.builders.schema import openapi_schema, response_problems
 from tests.conftest import PST_MINIMAL
@@ -90,6 +92,41 @@ def test_responses_have_exactly_the_documented_keys(researcher: User, api: APICl
     r.call("post", f"{base}/close/")
     assert not problems, "\n".join(problems)
     assert len(seen) >= 30
+
+
+def test_more_responses_have_the_documented_keys(researcher: User, api: APIClient) -> None:
+    """Sign-up, profile, qualification tests, a returned HIT, machine labels, a report from them."""
+    schema = openapi_schema()
+    problems: list[str] = []
+    seen: set[str] = set()
+    r = Checked(api, schema, problems, seen)
+    anon = Checked(APIClient(), schema, problems, seen)
+    anon.call("post", "/api/annotators/", {"username": "sam", "password": "sam-Secret-pass-9", "consent": True},
+              expect=201)
+    campaign = make_campaign(researcher, annotation={"redundancy": 2, "hit_size": 4})
+    base = f"/api/campaigns/{campaign.pk}"
+    images = make_images(campaign, "neutral", 4)
+    r.call("post", f"{base}/open/")
+    family = r.call("get", f"{base}/questions/")["results"][0]["family"]
+    qual = r.call("post", f"{base}/qualifications/", {"family": family, "items": [
+        {"image": i.pk, "correct": "Yes"} for i in images[:2]]}, expect=201)
+    annotator, client = make_annotator("tam", campaign=campaign)
+    a = Checked(client, schema, problems, seen)
+    a.call("patch", "/api/annotators/me/", {"prolific_pid": "", "mturk_worker_id": ""})
+    a.call("post", f"/api/qualifications/{qual['id']}/attempts/", {"answers": ["Yes", "Yes"]}, expect=201)
+    hit = a.call("post", f"{base}/assignments/", expect=201)
+    a.call("post", f"/api/assignments/{hit['id']}/return/")
+    a.call("delete", "/api/annotators/me/demographics/")
+    lines = ["image,attribute,choice,score,model"] + [
+        f"{q.image_id},{q.slot},Yes,0.5,ext-model" for q in Question.objects.filter(campaign=campaign)]
+    resp = api.post(f"{base}/machine-labels/import/", {"labeller": "ext", "file": SimpleUploadedFile(
+        "labels.csv", ("\n".join(lines) + "\n").encode())}, format="multipart")
+    assert resp.status_code == 201, resp.content
+    problems.extend(response_problems(schema, "post", f"{base}/machine-labels/import/", 201, resp.json()))
+    report = r.call("get", f"{base}/report/?n_boot=0&n_perm=0&source=hybrid:ext")
+    assert report["source"]["labeller"] == "ext"
+    assert not problems, "\n".join(problems)
+    assert len(seen) >= 9
 
 
 def test_the_check_sees_an_undocumented_key(api: APIClient) -> None:
