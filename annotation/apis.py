@@ -24,6 +24,7 @@ from common.edge import body_parse
 from common.errors import ApplicationError, NotFoundError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
+from common.throttle import password_attempt
 
 from . import inputs, selectors
 from .families import campaign_families
@@ -62,9 +63,11 @@ class AnnotatorSignupApi(APIView):
 
 
 def _me(annotator: Any) -> dict[str, Any]:
+    # A crowd-link account is an unverified claim on a platform id: nothing stored is read back.
+    hidden = annotator.is_link_account
     return {"id": annotator.pk, "username": annotator.user.get_username(),
             "mturk_worker_id": annotator.mturk_worker_id, "prolific_pid": annotator.prolific_pid,
-            "demographics": annotator.demographics}
+            "demographics": {} if hidden else annotator.demographics, "demographics_hidden": hidden}
 
 
 class AnnotatorMeApi(APIView):
@@ -79,7 +82,12 @@ class AnnotatorMeApi(APIView):
     @extend_schema(request=inputs.AnnotatorMeInput, responses={200: dict})
     def patch(self, request: Request) -> Response:
         data = body_parse(inputs.AnnotatorMeInput, request, strict=True)
-        annotator = annotator_update(annotator=selectors.annotator_of(request.user), **data)
+        annotator = selectors.annotator_of(request.user)
+        if "password" in data:
+            # A password in the body is a login attempt on this account: the login policy's back-off
+            # (common/throttle.py) before it is checked, a failure counted, a success clearing it.
+            password_attempt(request, user=annotator.user, password=data["password"])
+        annotator = annotator_update(annotator=annotator, **data)
         return Response(_me(annotator))
 
 

@@ -14,21 +14,27 @@ from common.errors import ApplicationError
 from common.permissions import IsResearcher, user_is_researcher
 
 from . import inputs, selectors
+from .demographics import MAX_MIN_GROUP
 from .pay import campaign_pay
-from .people import DEFAULT_MIN_GROUP, demographics_form, demographics_summary
-from .services.demographics import demographics_submit, demographics_withdraw
+from .people import demographics_form, demographics_summary, release_info
+from .services.demographics import demographics_release_cut, demographics_submit, demographics_withdraw
+from .spec_section import annotation_settings
 
 
-def _min_group(request: Request) -> int:
+def _min_group(request: Request, floor: int) -> int | None:
+    """`?min_group=`: it may raise the campaign's smallest group (`annotation.demographics.min_group`,
+    default 5), never lower it (a 400 naming `min_group`)."""
     raw = request.query_params.get("min_group", "")
     if raw == "":
-        return DEFAULT_MIN_GROUP
+        return None
     try:
         value = int(raw)
     except ValueError:
         value = 0
-    if not 2 <= value <= 1000:
-        raise ApplicationError("Invalid min_group.", errors={"min_group": ["must be an integer between 2 and 1000"]})
+    if not floor <= value <= MAX_MIN_GROUP:
+        raise ApplicationError("Invalid min_group.", errors={"min_group": [
+            f"must be an integer from the campaign's min_group ({floor}) to {MAX_MIN_GROUP}: it can be raised, "
+            "never lowered"]})
     return value
 
 
@@ -43,7 +49,8 @@ class CampaignDemographicsApi(APIView):
     def get(self, request: Request, campaign_id: int) -> Response:
         if user_is_researcher(request.user):
             campaign = campaign_get(user=request.user, campaign_id=campaign_id)
-            return Response(demographics_summary(campaign=campaign, min_group=_min_group(request)))
+            floor = annotation_settings(campaign)["demographics"]["min_group"]
+            return Response(demographics_summary(campaign=campaign, min_group=_min_group(request, floor)))
         annotator = selectors.annotator_of(request.user)
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
         return Response(demographics_form(campaign=campaign, annotator=annotator))
@@ -57,6 +64,25 @@ class CampaignDemographicsApi(APIView):
                                   consent_version=data["consent_version"], answers=data["answers"])
         return Response({"campaign": campaign.pk, "answers": row.answers, "consent_version": row.consent_version,
                          "consented_at": row.consented_at, "withdrawn_at": row.withdrawn_at})
+
+
+class DemographicsReleasesApi(APIView):
+    """Researcher (owner): GET the campaign's numbered demographics releases; POST cuts the next one,
+    allowed once at least the campaign's `min_group` annotators joined since the previous release
+    (409 otherwise). Closing the campaign cuts one by itself when the rule allows it."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        return Response({"releases": [release_info(r) for r in campaign.demographics_releases.order_by("number")]})
+
+    @extend_schema(request=None, responses={201: dict})
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        release = demographics_release_cut(campaign=campaign, reason="request")
+        return Response(release_info(release), status=201)
 
 
 class DemographicsWithdrawApi(APIView):

@@ -13,6 +13,8 @@ urlpatterns = [
     path("annotators/me/demographics/withdraw/", apis_people.DemographicsWithdrawApi.as_view(),
          name="annotator-demographics-withdraw"),
     path(C + "demographics/", apis_people.CampaignDemographicsApi.as_view(), name="campaign-demographics"),
+    path(C + "demographics/releases/", apis_people.DemographicsReleasesApi.as_view(),
+         name="campaign-demographics-releases"),
     path(C + "pay/", apis_people.CampaignPayApi.as_view(), name="campaign-pay"),
     path(C + "open/", apis.CampaignOpenApi.as_view(), name="campaign-open"),
     path(C + "pause/", apis.CampaignTransitionApi.as_view(action="pause"), name="campaign-pause"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -24,11 +25,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import F
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from annotation.models import Annotator, Answer, Assignment, AssignmentItem, Question
 from campaigns.models import Campaign
 from common import fastpath
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError
 from generation.models import Image
 
@@ -200,6 +203,9 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
         if not assignment_id or not worker:
             bad("AssignmentId and WorkerId are required")
             continue
+        if not external_id_valid(worker) or not external_id_valid(assignment_id) or (hit and not external_id_valid(hit)):
+            bad(f"WorkerId, AssignmentId and HITId: {EXTERNAL_ID_RULE} (the crowd links' rule)")
+            continue
         if assignment_id in file_assignments:
             bad(f"duplicate assignment {assignment_id} (also row {file_assignments[assignment_id]})")
             continue
@@ -290,17 +296,23 @@ def _insert_rows(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]]
 def _write(planned: list[dict[str, Any]]) -> None:
     User = get_user_model()
     workers = sorted({p["worker"] for p in planned})
-    existing = dict(Annotator.objects.filter(mturk_worker_id__in=workers).values_list("mturk_worker_id", "id"))
+    # The worker's MTurk link account (never a password account that claims the id, never a user who
+    # took the name `mturk-<id>` first: a taken name gets a suffix, as on the link).
+    link = Annotator.objects.filter(kind=Annotator.Kind.MTURK)
+    existing = dict(link.filter(mturk_worker_id__in=workers).values_list("mturk_worker_id", "id"))
     new = [w for w in workers if w not in existing]
     if new:
-        taken = set(User.objects.filter(username__in=[f"mturk-{w}" for w in new]).values_list("username", flat=True))
-        users = User.objects.bulk_create([User(username=f"mturk-{w}", password="!") for w in new
-                                          if f"mturk-{w}" not in taken])
-        users += list(User.objects.filter(username__in=[f"mturk-{w}" for w in new if f"mturk-{w}" in taken]))
+        names = {w: f"mturk-{w}" for w in new}
+        taken = set(User.objects.annotate(lower=Lower("username"))
+                    .filter(lower__in=[n.lower() for n in names.values()]).values_list("lower", flat=True))
+        for w, name in names.items():
+            if name.lower() in taken:
+                names[w] = f"{name}-{secrets.token_hex(3)}"
+        users = User.objects.bulk_create([User(username=names[w], password="!") for w in new])
         by_name = {u.username: u for u in users}
-        Annotator.objects.bulk_create([Annotator(user=by_name[f"mturk-{w}"], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
+        Annotator.objects.bulk_create([Annotator(user=by_name[names[w]], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
                                        for w in new])
-        existing.update(Annotator.objects.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
+        existing.update(link.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
     now = timezone.now()
     review = {"Approved": Assignment.Review.APPROVED, "Rejected": Assignment.Review.REJECTED}
     # One product assignment per (MTurk assignment, campaign it touches).

@@ -8,7 +8,6 @@ replace it with a stub and nothing ever reaches Amazon.
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -32,16 +31,13 @@ from annotation.models import (
 )
 from annotation.services.qualification import qualification_attempt
 from campaigns.models import Campaign
-from common.accounts import username_taken
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid, username_taken
 from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from . import mturk
 
 log = logging.getLogger(__name__)
 
-# MTurk's ids (worker, assignment, HIT) and Prolific's (participant, study, session) are short
-# alphanumeric strings; anything else is refused before it reaches the database or a page.
-EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PREVIEW_ASSIGNMENT_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 # Where the page may POST the finished assignment (MTurk's `turkSubmitTo`): production and sandbox.
 MTURK_SUBMIT_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -52,7 +48,7 @@ mturk_client_factory: Callable[..., Any] = mturk.mturk_client
 
 
 def valid_external_id(value: Any) -> bool:
-    return isinstance(value, str) and bool(EXTERNAL_ID_RE.match(value))
+    return external_id_valid(value)
 
 
 # ------------------------------------------------------------------------------------ MTurk submit
@@ -92,8 +88,10 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
     returned as it is, never entered by the link."""
     field = PLATFORM_FIELDS[Annotator.Kind(platform)]
     if not valid_external_id(external_id):
-        raise ApplicationError(f"Invalid {field}.", errors={field: ["letters, digits, - and _ only (at most 64)"]})
-    found = Annotator.objects.filter(**{field: external_id}).select_related("user").first()
+        raise ApplicationError(f"Invalid {field}.", errors={field: [EXTERNAL_ID_RULE]})
+    # Only the platform's own link account: a password account claiming the id (sign-up, profile)
+    # never takes the platform's flow from the worker who holds it there.
+    found = Annotator.objects.filter(kind=platform, **{field: external_id}).select_related("user").first()
     if found is not None:
         return found, False
     User = get_user_model()
@@ -105,7 +103,7 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
             user = User.objects.create_user(username=username, password=None)
             return Annotator.objects.create(user=user, kind=platform, **{field: external_id}), True
     except IntegrityError:
-        return Annotator.objects.select_related("user").get(**{field: external_id}), False
+        return Annotator.objects.select_related("user").get(kind=platform, **{field: external_id}), False
 
 
 def mturk_annotator(*, worker_id: str) -> Annotator:
@@ -215,9 +213,10 @@ def has_work(*, annotator: Annotator, campaign: Campaign) -> bool:
 
 
 def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
-    """"complete" (quota of submitted HITs reached; or consented, no test left to take and nothing
-    left to do; or the campaign closed), "screen_out" (a qualification test failed with no attempts
-    left) or "continue"."""
+    """"complete" (quota of submitted HITs reached; or consented, some work submitted, and no test
+    left to take and nothing left to do, or the campaign closed), "no_work" (the same end with no
+    work submitted: no code), "screen_out" (a qualification test failed with no attempts left) or
+    "continue"."""
     quota = prolific_settings(campaign)["hits_per_participant"]
     submitted = Assignment.objects.filter(annotator=annotator, campaign=campaign,
                                           status=Assignment.Status.SUBMITTED).count()
@@ -235,9 +234,11 @@ def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
         takeable = takeable or not any(mine)
     consented = Enrollment.objects.filter(annotator=annotator, campaign=campaign,
                                           consented_at__isnull=False).exists()
-    if campaign.status == Campaign.Status.CLOSED and consented:
-        return "complete"
-    if consented and not takeable and campaign.status == Campaign.Status.OPEN \
-            and not has_work(annotator=annotator, campaign=campaign):
-        return "complete"
+    # The completion code pays: it goes only to a participant who submitted work. A campaign that
+    # closed, or has nothing left for them, before they did any ends without a code ("no_work": they
+    # return the study on Prolific), so a made-up PROLIFIC_PID earns nothing.
+    ended = campaign.status == Campaign.Status.CLOSED or (
+        not takeable and campaign.status == Campaign.Status.OPEN and not has_work(annotator=annotator, campaign=campaign))
+    if consented and ended:
+        return "complete" if submitted > 0 else "no_work"
     return "continue"

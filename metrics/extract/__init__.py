@@ -27,7 +27,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Count, Max, Q
 
-from annotation.models import Answer, Enrollment, Question
+from annotation.models import Answer, DemographicsRelease, Enrollment, Question
 from campaigns.models import Campaign
 from common import fastpath
 from generation.models import Image
@@ -104,7 +104,7 @@ def _campaign_data(facts: CampaignFacts, *, exclude_blocked: bool, table: bool, 
             blocked, image_counts = _small_reads(facts.id)
             answers = pending.result()
     data = assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
-    data.demographics = demographics_read(facts.id)
+    data.demographics_release, data.demographics = demographics_read(facts.id)
     return data
 
 
@@ -176,6 +176,7 @@ def campaign_data_version(campaign: Campaign) -> str:
         demo=Max(response + "updated_at", filter=Q(**{response + "campaign": campaign})),
         profile=Max("annotator__demographics_consented_at"), withdrawn=Max("annotator__demographics_withdrawn_at"))
     q = Question.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
+    release = DemographicsRelease.objects.filter(campaign=campaign).aggregate(last=Max("id"))["last"]
     parts = [a["n"], a["last"], i["ex"], i["upd"], e["blocked"], e["changed"], e["demo"], e["profile"], e["withdrawn"],
-             q["n"], q["last"], campaign.updated_at]
+             q["n"], q["last"], campaign.updated_at, release]
     return "|".join(str(p) for p in parts)
