@@ -9,6 +9,7 @@ import io
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -25,6 +26,7 @@ from common.errors import ApplicationError, NotFoundError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
 from common.throttle import password_attempt
+from common.tokens import token_expires_at
 
 from . import inputs, selectors
 from .families import campaign_families
@@ -58,8 +60,8 @@ class AnnotatorSignupApi(APIView):
         annotator, token = annotator_create(
             username=data.get("username"), password=data.get("password"), consent=data.get("consent"),
             mturk_worker_id=data.get("mturk_worker_id"), prolific_pid=data.get("prolific_pid"))
-        return Response({"id": annotator.pk, "username": annotator.user.get_username(), "token": token},
-                        status=status.HTTP_201_CREATED)
+        return Response({"id": annotator.pk, "username": annotator.user.get_username(), "token": token,
+                         "token_expires_at": token_expires_at(timezone.now())}, status=status.HTTP_201_CREATED)
 
 
 def _me(annotator: Any) -> dict[str, Any]:

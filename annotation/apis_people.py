@@ -2,6 +2,7 @@
 aggregates, the withdrawal) and fair pay. Views parse, call one service or selector, and render."""
 from __future__ import annotations
 
+from django.contrib.auth import logout
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -12,13 +13,16 @@ from campaigns.selectors import campaign_get
 from common.edge import body_parse
 from common.errors import ApplicationError
 from common.permissions import IsResearcher, user_is_researcher
+from common.tokens import token_expires_at
 
 from . import inputs, selectors
 from .demographics import MAX_MIN_GROUP
 from .pay import campaign_pay
 from .people import demographics_form, demographics_summary, release_info
 from .services.demographics import demographics_release_cut, demographics_submit, demographics_withdraw
+from .scoped_tokens import ScopedToken
 from .spec_section import annotation_settings
+from .tokens import token_rotate, tokens_revoke
 
 
 def _min_group(request: Request, floor: int) -> int | None:
@@ -106,6 +110,33 @@ class DemographicsApi(APIView):
     @extend_schema(request=None, responses={200: dict})
     def delete(self, request: Request) -> Response:
         return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
+
+
+class TokenRotateApi(APIView):
+    """POST /api/auth/token/rotate/: an annotator's new permanent token (the old one stops working at
+    once) and when it expires. Needs the current token or a session (not a crowd page's scoped token)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        if isinstance(request.auth, ScopedToken):
+            raise ApplicationError("A task page's token cannot be rotated.", status_code=403)
+        selectors.annotator_of(request.user)
+        token = token_rotate(user=request.user)
+        return Response({"token": token.key, "expires_at": token_expires_at(token.created)})
+
+
+class LogoutApi(APIView):
+    """POST /api/auth/logout/: ends the session and deletes an annotator's permanent token."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        revoked = tokens_revoke(user=request.user) if not user_is_researcher(request.user) else 0
+        logout(request._request)
+        return Response({"logged_out": True, "tokens_revoked": revoked})
 
 
 class CampaignPayApi(APIView):

@@ -8,6 +8,8 @@ C = "campaigns/<int:campaign_id>/"
 
 urlpatterns = [
     path("annotators/", apis.AnnotatorSignupApi.as_view(), name="annotator-signup"),
+    path("auth/token/rotate/", apis_people.TokenRotateApi.as_view(), name="token-rotate"),
+    path("auth/logout/", apis_people.LogoutApi.as_view(), name="logout"),
     path("annotators/me/", apis.AnnotatorMeApi.as_view(), name="annotator-me"),
     path("annotators/me/demographics/", apis_people.DemographicsApi.as_view(), name="annotator-demographics"),
     path("annotators/me/demographics/withdraw/", apis_people.DemographicsWithdrawApi.as_view(),

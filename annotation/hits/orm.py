@@ -142,6 +142,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
                   .filter(pk=assignment_id, annotator=annotator).first())
     if assignment is None:
         raise NotFoundError(f"Assignment {assignment_id} not found.")
+    rules.refuse_deleted(deleted=assignment.campaign.deleted_at is not None, campaign_id=assignment.campaign_id)
     items = items_of(assignment)
     parsed, digest, early = rules.submit_check(
         assignment_id=assignment.pk, status=assignment.status, digest=assignment.submission_digest,

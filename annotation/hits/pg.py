@@ -182,7 +182,7 @@ _ITEMS = """
 
 SUBMIT_STATE = f"""
 SELECT a.status, a.submission_digest, a.submitted_at, a.reward, a.campaign_id, c.kind,
-       (c.spec -> 'annotation')::text, ({_ITEMS})
+       (c.spec -> 'annotation')::text, ({_ITEMS}), c.deleted_at IS NOT NULL
 FROM annotation_assignment a JOIN campaigns_campaign c ON c.id = a.campaign_id
 WHERE a.id = %(assignment)s AND a.annotator_id = %(annotator)s
 FOR NO KEY UPDATE OF a"""
@@ -225,7 +225,8 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     state = prepared.run(SUBMIT_STATE, params)
     if not state:
         raise NotFoundError(f"Assignment {assignment_id} not found.")
-    status, digest0, submitted_at, reward0, campaign_id, kind, section, items_json = state[0]
+    status, digest0, submitted_at, reward0, campaign_id, kind, section, items_json, deleted = state[0]
+    rules.refuse_deleted(deleted=deleted, campaign_id=campaign_id)
     if status == Assignment.Status.EXPIRED:
         # A reclaim may have committed while this statement waited for the lock: its snapshot of the
         # items is older than the HIT row it locked. Read them again.

@@ -28,7 +28,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, NamedTuple, TypedDict
 
-from common.errors import ApplicationError, ConflictError
+from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from ..families import example_family
 
@@ -288,6 +288,12 @@ def submit_check(*, assignment_id: int, status: str, digest: str, submitted_at: 
     if status == RETURNED:
         raise ConflictError("This HIT was returned; ask for a new one.", errors={"status": ["returned"]})
     return parsed, new_digest, None
+
+
+def refuse_deleted(*, deleted: bool, campaign_id: int) -> None:
+    """No answer goes into a soft-deleted campaign (404, as everywhere it no longer exists)."""
+    if deleted:
+        raise NotFoundError(f"Campaign {campaign_id} not found.")
 
 
 def released(items: Iterable[Item]) -> list[int]:

@@ -56,7 +56,7 @@ def _both(key: str) -> tuple[Any, Any]:
 def test_users_tokens_and_profiles_are_equal(researcher: User) -> None:
     annotator, key = annotator_create(username="tia", password="Tia-secret-pass-9", consent=True)
     annotator_update(annotator=annotator, mturk_worker_id="A1TIA", prolific_pid="P-TIA", password="Tia-secret-pass-9",
-                     demographics={"age_range": "25-34", "student": True, "years": 3})
+                     demographics={"age_band": "25-34", "gender": "self_describe", "gender_self_described": "fluid"})
     plain, _ = annotator_create(username="tom", password="Tom-secret-pass-9", consent=True)
     research_key = Token.objects.create(user=researcher).key
     inactive, inactive_key = annotator_create(username="ina", password="Ina-secret-pass-9", consent=True)
