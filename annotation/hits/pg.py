@@ -115,7 +115,8 @@ ORDER BY {rules.pool_order_sql("q")}
 LIMIT %(limit)s
 FOR NO KEY UPDATE OF q SKIP LOCKED"""
 
-# The annotator's own gold order (rules.gold_order_key), the ORM's `gold_ordered`.
+# The campaign's common gold order (rules.gold_order_key of rules.gold_common_salt), the ORM's
+# `gold_ordered`: the window the annotator's gold seats are picked from (rules.hit_compose).
 NEXT_GOLD = f"""
 SELECT {_CANDIDATE}
 {_POOL_WHERE}
@@ -154,7 +155,7 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
     cfg = settings_of(kind, section)
     k = cfg["hit_size"]
     pst = kind == Campaign.Kind.PST
-    params.update(unqualified=unqualified, gold=False, limit=rules.pool_limit(pst=pst, k=k))
+    params.update(unqualified=unqualified, gold=False, limit=rules.pool_limit(pst=pst, k=k, gold_rate=cfg["gold_rate"]))
     rows = [Candidate(*r) for r in prepared.run(NEXT_POOL, params)]
     if not rows:
         # Empty, or a concurrent request of this annotator made a HIT while this one waited for the lock.
@@ -162,10 +163,11 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
         return (assignment_payload(current), False) if current is not None else (None, False)
 
     def gold(n: int) -> list[Candidate]:
-        salt = rules.gold_salt(campaign_seed=seed, annotator_id=annotator.pk)
+        salt = rules.gold_common_salt(campaign_seed=seed)
         return [Candidate(*r) for r in prepared.run(NEXT_GOLD, {**params, "gold": True, "limit": n, "salt": salt})]
 
-    questions, real_ids = rules.hit_compose(rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng, gold=gold)
+    questions, real_ids = rules.hit_compose(rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng, gold=gold,
+                                            salt=rules.gold_salt(campaign_seed=seed, annotator_id=annotator.pk))
     expires = now + timedelta(minutes=cfg["lease_minutes"])
     hit_id = prepared.run(NEXT_WRITE, {**params, "expires": expires, "real": real_ids,
                                        "questions": [q.id for q in questions]})[0][0]
