@@ -19,8 +19,8 @@ from . import inputs, selectors
 from .demographics import MAX_MIN_GROUP
 from .pay import campaign_pay
 from .people import demographics_form, demographics_summary, release_info
-from .services.demographics import demographics_release_cut, demographics_submit, demographics_withdraw
 from .scoped_tokens import ScopedToken
+from .services.demographics import demographics_release_cut, demographics_submit, demographics_withdraw
 from .spec_section import annotation_settings
 from .tokens import token_rotate, tokens_revoke
 

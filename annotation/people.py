@@ -52,7 +52,7 @@ def release_latest(*, campaign_id: int) -> DemographicsRelease | None:
 
 
 def release_info(release: DemographicsRelease) -> dict[str, Any]:
-    return {"number": release.number, "released_at": release.created_at, "reason": release.reason,
+    return {"number": release.number, "released_at": release.created_at.isoformat(), "reason": release.reason,
             "annotators": len(release.members), "min_group": release.min_group}
 
 

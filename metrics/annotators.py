@@ -122,7 +122,6 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
     options = dataclasses.replace(options, min_group=min_group)
     members = set(release["members"])
     present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
-    everyone = int(np.unique(data.a_annotator).size)
     answers_of = data.demographics
     stat = None  # built on the first permutation test (no named groups: no tests, no cost)
     out: dict[str, Any] = {
@@ -144,7 +143,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
             members[name] = [a for a, g in merged.items() if g == name]
             member = np.isin(data.a_annotator, members[name])
             groups[name] = {"annotators": n, "answers": int(member.sum())}
-            if n < everyone:  # a group of everyone has the report's own figures: not recomputed
+            if n < present.size:  # a group of every member: no figures of its own (they would follow)
                 groups[name].update(_group_figures(data, member, options, seed, settings))
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []
