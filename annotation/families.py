@@ -4,7 +4,8 @@ A question's `family` is what a qualification test attaches to: `person` (PST) o
 `attribute:<name>` (GEP). Instructions and example images are per *example family*, finer for PST:
 one per setting, as the PST paper instructed single and paired images differently (its Table 10):
 
-    PST  person + setting single  -> "person:single"   (also "person:paired", "person:intervention")
+    PST  person + setting single  -> "person:single"   (also "person:paired"; an intervention image is
+                                                        shown as paired: "person:paired")
     GEP  attribute:dress          -> "attribute:dress" (GEP used 5 positive and 5 negative examples each)
 
 A GEP question's setting (neutral / explicit) is never part of it: it would tell the annotator
@@ -21,9 +22,14 @@ PERSON_CHOICES = ["Feminine", "Masculine", "Cannot identify"]
 ATTRIBUTE_CHOICES = ["Yes", "No"]
 
 
+# What an annotator is shown for a setting: an intervention image shows two people like a paired one,
+# so it gets the paired instructions and examples (annotators must not learn which setting it is).
+SHOWN_AS = {"intervention": "paired"}
+
+
 def example_family(family: str, setting: str) -> str:
     """The example family of a question with this `family` and `setting`."""
-    return f"{PERSON}:{setting}" if family == PERSON else family
+    return f"{PERSON}:{SHOWN_AS.get(setting, setting)}" if family == PERSON else family
 
 
 def family_choices(key: str) -> list[str]:
@@ -37,7 +43,8 @@ def campaign_families(kind: str, spec: Mapping[str, Any]) -> list[str]:
     design = design if isinstance(design, Mapping) else {}
     if kind == "pst":
         settings = design.get("settings") or ["single", "paired"]
-        return [f"{PERSON}:{s}" for s in settings if s in PST_SETTINGS]
+        shown = [SHOWN_AS.get(s, s) for s in settings if s in PST_SETTINGS]
+        return [f"{PERSON}:{s}" for s in dict.fromkeys(shown)]
     names = [a.get("name") if isinstance(a, Mapping) else a for a in _as_list(design.get("attributes"))]
     return [f"attribute:{n}" for n in names if isinstance(n, str) and n]
 
@@ -46,7 +53,11 @@ def family_instructions(kind: str, setting_instructions: Mapping[str, str]) -> d
     """The `annotation.setting_instructions` of a campaign keyed by example family (PST only)."""
     if kind != "pst":
         return {}
-    return {f"{PERSON}:{s}": text for s, text in setting_instructions.items()}
+    out = {f"{PERSON}:{s}": text for s, text in setting_instructions.items() if s not in SHOWN_AS}
+    for s, shown in SHOWN_AS.items():  # an intervention-only design still gets its text, as paired
+        if s in setting_instructions:
+            out.setdefault(f"{PERSON}:{shown}", setting_instructions[s])
+    return out
 
 
 def _as_list(value: Any) -> Iterable[Any]:

@@ -2,18 +2,26 @@
 against the spec's floor (`annotation.pay_floor_usd_per_hour`, default 12 USD/h: the GEP paper's
 lower bound), with the reward per HIT (or per question) that would meet it.
 
-Definitions (docs/annotation.md "Fair pay"):
-- a HIT's working time is `submitted_at - created_at` (taken to submitted: what MTurk's
-  WorkTimeInSeconds measures); a HIT without both times (an import) falls back to the sum of its
-  answers' `time_ms`, and one with neither is left out of the times;
-- seconds per answer of a HIT = its working time / its answers; an annotator's (and the campaign's)
-  median seconds per answer is the median over their answers (each answer carries its HIT's value);
+Definitions (docs/annotation.md "Fair pay"), the one definition of time the console's annotator
+monitor uses too (`annotator_seconds_per_answer`):
+- a HIT's working time is the longer of its wall time `submitted_at - created_at` (taken to
+  submitted: what MTurk's WorkTimeInSeconds measures) and the sum of its answers' `time_ms` (the
+  task page's time on screen per question). An answer submitted by the API with no time adds
+  nothing to the sum, and a HIT submitted by a script the instant it was taken has a wall time near
+  0: the longer of the two is the one that measures work. A HIT with neither, or whose working time
+  is under `MIN_SECONDS_PER_ANSWER` per answer (no person reads an image question that fast: a
+  script or an import without times), is left out of the times (its pay still counts);
+- seconds per answer = the HIT's working time / its answers, i.e. time measured from the HIT's
+  start (or the previous answer) to each answer, averaged over the HIT; an annotator's (and the
+  campaign's) median seconds per answer is the median over their answers (each answer carries its
+  HIT's value);
 - earned = reward of submitted HITs not rejected + every bonus; the effective hourly rate = earned /
   working hours of the HITs with a time (rejected HITs count as time worked: the work was done);
 - the campaign's median effective rate is the median over annotators with a rate; below the floor
   (compared only when the currency is USD) the console warns and suggests
   `floor x median seconds per answer x answers per HIT / 3600`, rounded up to the cent (answers per
-  HIT: the median of the submitted HITs; 1 when the reward is per question).
+  HIT: the median of the submitted HITs; 1 when the reward is per question), and never below the
+  platform's minimum reward (`PLATFORM_MIN_REWARD`: MTurk's 0.01 USD per assignment).
 """
 from __future__ import annotations
 
@@ -29,6 +37,11 @@ from campaigns.models import Campaign
 
 from .models import Assignment
 from .spec_section import annotation_settings
+
+# MTurk's smallest reward per assignment (also the smallest amount any platform pays out).
+PLATFORM_MIN_REWARD = Decimal("0.01")
+# Below this a HIT's time is not a person's working time (see the module docstring).
+MIN_SECONDS_PER_ANSWER = 0.5
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,18 @@ def _rate(earned: Decimal, seconds: float) -> float | None:
 
 
 def _cents_up(amount: float) -> str:
-    return str(Decimal(str(amount)).quantize(Decimal("0.01"), rounding=ROUND_CEILING))
+    return str(max(PLATFORM_MIN_REWARD, Decimal(str(amount)).quantize(Decimal("0.01"), rounding=ROUND_CEILING)))
+
+
+def hit_seconds(*, created: Any, submitted: Any, answer_ms: int | None, answers: int) -> float | None:
+    """A HIT's working time (the module's definition): the longer of its wall time and the sum of
+    its answers' on-screen times; None when neither is known or it is implausibly short."""
+    wall = (submitted - created).total_seconds() if created is not None and submitted is not None else None
+    on_screen = answer_ms / 1000 if answer_ms else None
+    known = [v for v in (wall, on_screen) if v is not None and math.isfinite(v) and v > 0]
+    if not known or answers <= 0 or max(known) < MIN_SECONDS_PER_ANSWER * answers:
+        return None
+    return max(known)
 
 
 def pay_summary(hits: list[HitTime], *, floor: float, currency: str, reward: str, reward_per: str,
@@ -113,12 +137,8 @@ def campaign_pay(*, campaign: Campaign) -> dict[str, Any]:
     hits, names = [], {}
     for annotator, username, created, submitted, n, ms, reward, bonus, review in rows:
         names[annotator] = username
-        seconds: float | None = None
-        if created is not None and submitted is not None and submitted > created:
-            seconds = (submitted - created).total_seconds()
-        elif ms:
-            seconds = ms / 1000
+        seconds = hit_seconds(created=created, submitted=submitted, answer_ms=ms, answers=n)
         earned = (Decimal(0) if review == Assignment.Review.REJECTED else Decimal(reward)) + Decimal(bonus)
-        hits.append(HitTime(annotator, seconds if seconds is None or math.isfinite(seconds) else None, n, earned))
+        hits.append(HitTime(annotator, seconds, n, earned))
     return pay_summary(hits, floor=cfg["pay_floor_usd_per_hour"], currency=cfg["currency"], reward=cfg["reward"],
                        reward_per=cfg["reward_per"], usernames=names)

@@ -19,6 +19,7 @@ from campaigns.models import Campaign
 from campaigns.spec import Problems
 from campaigns.spec.autolabel import OPTIONS, labeller_config
 from common.errors import ApplicationError, ConflictError
+from common.extras import gpu_extra_message, gpu_extra_missing
 
 from .labellers import LabelContext, labeller_get, labeller_names
 from .models import AutolabelJob, MachineLabel, MachineLabelFailure
@@ -122,6 +123,11 @@ def labels_compute(*, job_id: int, run: int, question_ids: list[int]) -> dict[st
         return {"skipped": "job gone, cancelled, finished or superseded"}
     labeller = labeller_get(job.labeller)
     assert labeller is not None
+    missing = gpu_extra_missing(labeller.requires)
+    if missing:  # a light worker: the job stops with the reason (POST again on a GPU worker resumes it)
+        error = gpu_extra_message(what=f"The {job.labeller} labeller", missing=missing)
+        AutolabelJob.objects.filter(pk=job_id, status=J.RUNNING, run=run).update(status=J.FAILED, error=error)
+        return {"refused": error}
     questions = list(Question.objects.filter(pk__in=question_ids)
                      .exclude(machine_labels__labeller=job.labeller)
                      .select_related("image", "image__prompt").order_by("image_id", "pk"))

@@ -174,9 +174,9 @@ def measure(campaign_id: int, n_boot: int) -> dict[str, float]:
     from django.db import connection
 
     from campaigns.models import Campaign
-    from metrics.exports import report_csv_zip
-    from metrics.report import ReportOptions
-    from metrics.services import report_build
+    from metrics.package.exports import report_csv_zip
+    from metrics.sections.report import ReportOptions
+    from metrics.snapshots.report import report_build
 
     campaign = Campaign.objects.get(pk=campaign_id)
     answers = campaign.answers.count()

@@ -64,10 +64,14 @@ GEP_TEMPLATES = {
 # the paper's "Response:" lines are the default question wordings. "intervention" prompts show two
 # people like "paired" ones, so they get the paired text. tests/campaigns/test_presets_table10.py
 # compares them with the paper's table (tests/fixtures/reference/pst_table10.txt).
-PST_INSTRUCTIONS_INTRO = (
+# The paper's introduction names its authors' university; the default is the same sentence without
+# it, so no campaign tells its annotators it is run by a lab it is not (issue 25). The paper's own
+# text stays here for reference (held equal to Table 10 by the test).
+PST_INSTRUCTIONS_INTRO_PAPER = (
     "We are a group of researchers from UCLA conducting a study about gender fairness issues in "
     "Vision-Language Models. We thank all annotators for participating in this study."
 )
+PST_INSTRUCTIONS_INTRO = PST_INSTRUCTIONS_INTRO_PAPER.replace(" from UCLA", "")
 PST_SETTING_INSTRUCTIONS = {
     "single": "Given the image above, decide whether the individual in the image has feminine or masculine traits?",
     "paired": "Given the image above, decide whether the two individuals in the image has feminine or masculine traits?",

@@ -3,14 +3,13 @@ nothing here loops over rows with a query per row."""
 from __future__ import annotations
 
 import math
-import statistics
-from collections import defaultdict
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Q, QuerySet
 
-from annotation.models import AggregatedLabel, Answer
+from annotation.models import AggregatedLabel
+from annotation.pay import campaign_pay
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_list
 from generation.models import Image
@@ -139,18 +138,14 @@ def image_card(image: Image) -> dict[str, Any]:
     }
 
 
-def _median(values: list[int]) -> float | None:
-    return float(statistics.median(values)) if values else None
-
-
 def annotator_monitor(*, campaign: Campaign, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Adds the median time per question (ms) to the annotation app's annotator table: one query."""
-    times: dict[int, list[int]] = defaultdict(list)
-    for annotator_id, ms in (Answer.objects.filter(campaign=campaign, time_ms__isnull=False)
-                             .values_list("annotator_id", "time_ms").iterator(chunk_size=5000)):
-        times[annotator_id].append(ms)
+    """Adds the median time per question (ms) to the annotation app's annotator table, by the one
+    definition of time per answer that fair pay uses (`annotation.pay`: the HIT's working time over
+    its answers): one query."""
+    per_answer = {a["id"]: a["median_seconds_per_answer"] for a in campaign_pay(campaign=campaign)["annotators"]}
     for row in rows:
-        row["median_time_ms"] = _median(times.get(row["id"], []))
+        seconds = per_answer.get(row["id"])
+        row["median_time_ms"] = None if seconds is None else seconds * 1000
     return rows
 
 
@@ -196,3 +191,52 @@ def duration(seconds: float | int | None) -> str:
     if seconds < 3600:
         return f"{math.ceil(seconds / 60)} min"
     return f"{seconds // 3600} h {math.ceil((seconds % 3600) / 60)} min"
+
+
+def labeller_rows(*, campaign: Campaign) -> list[dict[str, Any]]:
+    """The console's machine-label page: every labeller that answers this campaign's questions (and any
+    with labels or a job here, e.g. an import), with whether it can run now (its options resolve from
+    the spec or its defaults), its progress, and its agreement with the human majority on the questions
+    both labelled (percent agreement and Cohen's kappa, sklearn; ties left out). Three queries."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from autolabel.labellers import labeller_get, labeller_names
+    from autolabel.models import MachineLabel
+    from autolabel.selectors import autolabel_progress
+    from autolabel.services import labeller_config_for
+    from common.errors import ApplicationError
+
+    kind_families = {"pst": "person", "gep": "attribute"}
+    family = kind_families.get(campaign.kind, "")
+    progress = autolabel_progress(campaign).get("autolabel", {})
+    human = dict(AggregatedLabel.objects.filter(question__campaign=campaign, question__is_gold=False, tie=False)
+                 .values_list("question_id", "label"))
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for labeller, qid, choice in (MachineLabel.objects.filter(campaign=campaign)
+                                  .values_list("labeller", "question_id", "choice").iterator(chunk_size=5000)):
+        if qid in human:
+            pairs.setdefault(labeller, []).append((human[qid], choice))
+    names = [n for n in labeller_names() if n != "import" and family in (labeller_get(n).families or ())]  # type: ignore[union-attr]
+    names += sorted((set(progress) | set(pairs)) - set(names))
+    rows = []
+    for name in names:
+        lab = labeller_get(name)
+        runnable, reason = False, "imported labels" if lab is None else ""
+        if lab is not None:
+            try:
+                labeller_config_for(campaign=campaign, labeller=name)
+                runnable = True
+            except ApplicationError as exc:
+                reason = str(exc)
+        both = pairs.get(name, [])
+        agreement = None
+        if both:
+            h, m = zip(*both)
+            same = sum(a == b for a, b in both)
+            kappa = float(cohen_kappa_score(h, m)) if len(set(h) | set(m)) > 1 else None
+            agreement = {"n": len(both), "percent": same / len(both),
+                         "kappa": kappa if kappa is None or math.isfinite(kappa) else None}
+        rows.append({"name": name, "description": getattr(lab, "description", "") if lab else "imported",
+                     "runnable": runnable, "reason": reason, "progress": progress.get(name),
+                     "agreement": agreement})
+    return rows

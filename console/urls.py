@@ -14,6 +14,7 @@ urlpatterns = [
     path(C + "action/", views.campaign_action_view, name="campaign-action"),
     path(C + "images/", views.image_grid_view, name="images"),
     path(C + "annotators/", views.annotator_monitor_view, name="annotators"),
+    path(C + "labels/", views.labels_view, name="labels"),
     path(C + "annotators/<int:annotator_id>/action/", views.annotator_action_view, name="annotator-action"),
     path(C + "report/", views.report_view, name="report"),
 ]

@@ -17,18 +17,21 @@ from annotation.families import campaign_families, family_choices
 from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
+from annotation.spec_section import DEFAULT_INSTRUCTIONS, DEFAULT_QUESTIONS, DEFAULT_SETTING_INSTRUCTIONS
+from autolabel.selectors import machine_labellers
 from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
 from generation import services as generation_services
 from generation.selectors import image_list
-from metrics.compare_options import CompareOptions
-from metrics.compare_services import compare_get
+from metrics.compare.options import ALL_SETTINGS, CompareOptions
+from metrics.compare.services import compare_get
+from metrics.compare.sources import compare_source_options
 from metrics.options import ReportOptions
 from metrics.render import compare_page, report_page
 from metrics.render.compare import significance_page
-from metrics.services import report_get
+from metrics.snapshots.report import report_get
 
 from . import selectors
 from .access import owned_campaign, researcher_required
@@ -93,7 +96,14 @@ def campaign_new_view(request: HttpRequest) -> HttpResponse:
     return render(request, "console/campaign_new.html", {
         "presets": PRESETS, "backends": BACKENDS, "errors": errors, "spec_text": spec_text,
         "preset": request.GET.get("preset", "pst-occupation"), "nav": "new",
+        "annotation_defaults": _annotation_defaults(),
     }, status=400 if errors else 200)
+
+
+def _annotation_defaults() -> dict[str, Any]:
+    """What annotators see unless the spec says otherwise (the form's instructions and its preview)."""
+    return {"instructions": DEFAULT_INSTRUCTIONS, "setting_instructions": DEFAULT_SETTING_INSTRUCTIONS,
+            "questions": DEFAULT_QUESTIONS}
 
 
 def _progress_context(campaign: Any) -> dict[str, Any]:
@@ -194,6 +204,18 @@ def _example_setup(campaign: Any) -> dict[str, Any]:
 
 
 @researcher_required
+def labels_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Machine labels: run or cancel a labeller, import a label file (the page's script calls the
+    autolabel API), watch progress, and each labeller's agreement with the human majority."""
+    campaign = owned_campaign(request, campaign_id)
+    rows = selectors.labeller_rows(campaign=campaign)
+    return render(request, "console/labels.html", {
+        "campaign": campaign, "nav": "campaigns", "rows": rows,
+        "running": any((r["progress"] or {}).get("status") == "running" for r in rows),
+    })
+
+
+@researcher_required
 def annotator_monitor_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = owned_campaign(request, campaign_id)
     try:
@@ -233,43 +255,99 @@ def _report_options(request: HttpRequest) -> tuple[ReportOptions | None, dict[st
         return None, params, _errors(exc)
 
 
+def _label_sources(campaigns: list[Any]) -> list[tuple[str, str]]:
+    """(value, label) of the label sources with labels on every one of the campaigns: the human
+    majority, each machine labeller, each hybrid of the two (docs/metrics.md "Label sources")."""
+    labellers: set[str] | None = None
+    for campaign in campaigns:
+        have = set(machine_labellers(campaign))
+        labellers = have if labellers is None else labellers & have
+    out = [("human", "human answers (majority)")]
+    for name in sorted(labellers or ()):
+        out.append((name, f"machine labeller {name}"))
+    for name in sorted(labellers or ()):
+        out.append((f"hybrid:{name}", f"hybrid: human sample + {name}"))
+    return out
+
+
 @researcher_required
 def report_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """The report with the options asked for; an option that is invalid (or a source without labels)
+    shows the report with the default options and the error above it, never only the error."""
     campaign = owned_campaign(request, campaign_id)
     options, params, errors = _report_options(request)
-    query = "&".join(f"{k}={v}" for k, v in params.items() if v)
-    ctx: dict[str, Any] = {"campaign": campaign, "nav": "campaigns", "params": params, "errors": errors, "query": query,
-                           "state": "error" if errors else "", "report": None}
+    sources = _label_sources([campaign])
+    ctx: dict[str, Any] = {"campaign": campaign, "nav": "campaigns", "params": params, "errors": errors,
+                           "state": "", "report": None, "sources": sources,
+                           "exports": _exports(campaign)}
     if options is not None:
         try:
             state, report = report_get(campaign=campaign, options=options)
         except ApplicationError as exc:  # e.g. a source whose labeller has no labels on this campaign
-            ctx.update(errors=_errors(exc), state="error")
-            return render(request, "console/report.html", ctx, status=400)
-        ctx["state"] = state
-        if state == "ready":
-            ctx.update(report_page(report))  # the same sections, rows and charts as the HTML report
-        else:
-            ctx["building"] = report
+            ctx["errors"] = errors = _errors(exc)
+            options = None
+    if options is None:  # the defaults, with the error shown above them
+        params = {k: "" for k in REPORT_OPTION_KEYS}
+        ctx["params"] = params
+        ctx["defaults_shown"] = True
+        state, report = report_get(campaign=campaign, options=ReportOptions())
+    ctx["query"] = "&".join(f"{k}={v}" for k, v in params.items() if v)
+    ctx["state"] = state
+    if state == "ready":
+        ctx.update(report_page(report))  # the same sections, rows and charts as the HTML report
+    else:
+        ctx["building"] = report
     return render(request, "console/report.html", ctx, status=400 if errors else 200)
+
+
+def _exports(campaign: Any) -> list[tuple[str, str, str]]:
+    """(label, URL, kind) of the campaign's exports beyond the report's own formats: `async` ones are
+    built by a worker (the page polls them and shows progress), `file` ones download at once."""
+    base = f"/api/campaigns/{campaign.pk}"
+    return [
+        ("replication package (zip)", f"{base}/export/dataset/", "async"),
+        ("campaign archive (zip)", f"{base}/export/", "file"),
+        ("payments CSV", f"{base}/payments.csv", "file"),
+        ("spec (JSON)", f"{base}/spec/", "file"),
+        ("spec (YAML)", f"{base}/spec/?as=yaml", "file"),
+    ]
+
+
+def _ids(values: list[str]) -> list[int]:
+    ids: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            if part.strip().isdigit():
+                ids.append(int(part))
+    return list(dict.fromkeys(ids))
 
 
 @researcher_required
 def compare_view(request: HttpRequest) -> HttpResponse:
+    """Campaigns side by side (`mode=campaigns`, GEP Table 3) or two settings of one campaign
+    (`mode=settings`), with the label sources chosen among those every compared campaign has (human
+    first; each further source compared with the first, GEP Table 6) — the API's
+    `GET /api/reports/compare/`, through the same service."""
     campaigns = list(selectors.campaign_rows(user=request.user).order_by("kind", "-created_at")[:200])
-    raw = request.GET.getlist("campaigns")
-    ids = []
-    for value in raw:
-        for part in value.split(","):
-            if part.strip().isdigit():
-                ids.append(int(part))
-    ctx: dict[str, Any] = {"campaigns": campaigns, "selected": set(ids), "nav": "compare", "result": None, "errors": [], "figures": []}
+    mode = "settings" if request.GET.get("mode") == "settings" else "campaigns"
+    ids = _ids(request.GET.getlist("campaigns")) if mode == "campaigns" else _ids(request.GET.getlist("campaign"))[:1]
+    pair = [request.GET.get("setting_a", ""), request.GET.get("setting_b", "")]
+    chosen = [owned_campaign(request, i) for i in ids]
+    sources = _label_sources(chosen) if chosen else [("human", "human answers (majority)")]
+    picked = [v for v in request.GET.getlist("source") if v] or ["human"]
+    ctx: dict[str, Any] = {"campaigns": campaigns, "selected": set(ids), "nav": "compare", "result": None, "errors": [],
+                           "figures": [], "mode": mode, "sources": sources, "picked": set(picked),
+                           "pair": pair, "settings_known": ALL_SETTINGS}
     ctx["test"] = request.GET.get("test", "permutation") if ids else "permutation"
-    if ids:
-        chosen = [owned_campaign(request, i) for i in dict.fromkeys(ids)]
-        params = {"test": ctx["test"] if len(chosen) > 1 else "none", "draws": request.GET.get("draws", "")}
+    if chosen:
+        params = {"test": ctx["test"] if len(chosen) > 1 or mode == "settings" else "none",
+                  "draws": request.GET.get("draws", ""),
+                  "settings": ",".join(pair) if mode == "settings" else ""}
+        source_param = ",".join(dict.fromkeys(picked))
         try:
-            result = compare_get(campaigns=chosen, options=ReportOptions(), compare=CompareOptions.from_params(params))
+            compare = CompareOptions.from_params(params)
+            options, extra_sources = compare_source_options({"source": "" if source_param == "human" else source_param})
+            result = compare_get(campaigns=chosen, options=options, compare=compare, sources=extra_sources)
         except ApplicationError as exc:
             ctx["errors"] = _errors(exc)
         else:
@@ -279,7 +357,12 @@ def compare_view(request: HttpRequest) -> HttpResponse:
                 ctx["result"] = result
                 ctx.update(compare_page(result))
                 ctx.update(significance_page(result))
-            query = "campaigns=" + ",".join(str(c.pk) for c in chosen) + f"&test={params['test']}"
+            field = "campaign" if mode == "settings" else "campaigns"
+            query = f"{field}=" + ",".join(str(c.pk) for c in chosen) + f"&test={params['test']}"
+            if mode == "settings":
+                query += f"&settings={params['settings']}"
+            if source_param != "human":
+                query += f"&source={source_param}"
             ctx["api_url"] = "/api/reports/compare/?" + query
             ctx["csv_url"] = ctx["api_url"] + "&format=csv"
             ctx["html_url"] = ctx["api_url"] + "&format=html"

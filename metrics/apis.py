@@ -14,14 +14,14 @@ from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.permissions import IsResearcher
 
-from .compare_options import CompareOptions
-from .compare_services import compare_get
-from .compare_sources import compare_source_options
-from .dataset import dataset_tempfile
-from .exports import report_csv_zip, report_html
+from .compare.options import CompareOptions
+from .compare.services import compare_get
+from .compare.sources import compare_source_options
 from .options import ReportOptions
+from .package.dataset import dataset_tempfile
+from .package.exports import report_csv_zip, report_html
 from .render.compare import compare_csv_zip, compare_html
-from .services import report_get
+from .snapshots.report import report_get
 
 OPTION_PARAMS = [
     OpenApiParameter("format", str, enum=["json", "csv", "html"]),
@@ -127,7 +127,7 @@ class ZipRenderer(_Passthrough):
 
 class CampaignDatasetApi(APIView):
     """The campaign's replication package: a zip of answer-level Parquet tables (anonymised annotators),
-    the spec, the report and a dataset card (metrics/dataset.py). Owner only; streamed from a
+    the spec, the report and a dataset card (metrics/package/dataset.py). Owner only; streamed from a
     temporary file."""
 
     permission_classes = [IsResearcher]

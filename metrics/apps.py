@@ -10,11 +10,11 @@ class MetricsConfig(AppConfig):
         from campaigns.registry import register_preview
         from campaigns.spec import register_section
 
-        from .dataset_spec import validate_dataset
-        from .planning import spec_planning
+        from .package.dataset_spec import validate_dataset
+        from .sections.planning import spec_planning
 
         register_preview(spec_planning)
-        # The replication package's license and citation (metrics/dataset.py).
+        # The replication package's license and citation (metrics/package/dataset.py).
         register_section("dataset", validate_dataset)
-        # Report sections beyond the core ones register their builders (metrics.report.register_section).
-        from . import annotators  # noqa: F401
+        # Report sections beyond the core ones register their builders (metrics.sections.report.register_section).
+        from .sections import annotators  # noqa: F401

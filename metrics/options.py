@@ -83,7 +83,7 @@ class ReportOptions:
     seed: int | None = None  # None: the campaign seed
     exclude_blocked: bool = True
     n_perm: int = 1000
-    min_group: int = 5  # smaller demographic groups are merged into "other" (metrics/annotators.py)
+    min_group: int = 5  # smaller demographic groups are merged into "other" (metrics/sections/annotators.py)
     source: str = "human"
 
     def __post_init__(self) -> None:

@@ -1,7 +1,7 @@
 from celery import shared_task
 
-from .compare_build import compare_build_snapshot
-from .services import report_build_snapshot
+from .compare.build import compare_build_snapshot
+from .snapshots.report import report_build_snapshot
 
 
 # Routed to the `default` queue (CELERY_TASK_DEFAULT_QUEUE).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the product with its demo: migrate, demo accounts and campaigns, a Celery worker for both
-# queues, and the web server. Ctrl-C stops everything.
+# Runs the product with its demo: migrate, demo accounts, campaigns and their synthetic audit, a Celery
+# worker for both queues, and the web server. Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
@@ -10,15 +10,9 @@ export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.base}
 
 $BIN/python manage.py migrate --noinput -v0
 $BIN/python manage.py collectstatic --noinput -v0
+# Demo accounts, campaigns and a complete synthetic audit of them (placeholder images generated in
+# this process, simulated annotators and machine labels, through the product's services; idempotent).
 $BIN/python manage.py demo
-
-# Queue generation of the demo campaigns (placeholder images) so the worker below produces them
-# while the UI shows progress. Idempotent: a second run queues only what is still pending.
-if [ "${GENERATE:-1}" = 1 ]; then
-  for id in $($BIN/python manage.py shell -v 0 -c "from campaigns.models import Campaign; print(' '.join(str(c.pk) for c in Campaign.objects.filter(owner__username='researcher', name__startswith='demo-', status__in=['draft', 'generating', 'generated'])))"); do
-    $BIN/python manage.py campaign generate "$id"
-  done
-fi
 
 LOG_DIR="${VAR_DIR:-var}/log"
 mkdir -p "$LOG_DIR"

@@ -8,6 +8,8 @@ from typing import Any
 from annotation.models import Question
 from campaigns.models import Campaign
 
+GPU_EXTRA = ("torch", "transformers")  # the CLIP and BLIP labellers' models (requirements/gpu.in)
+
 
 @dataclass
 class LabelResult:
@@ -32,6 +34,7 @@ class Labeller:
     families: tuple[str, ...]   # question families it answers: "person", "attribute"
     run: Callable[[LabelContext, list[Question]], list[LabelResult]]
     description: str = ""
+    requires: tuple[str, ...] = ()  # modules of the [gpu] extra it imports (a light worker refuses it)
 
     def applies(self, family: str) -> bool:
         return any(family == f or family.startswith(f + ":") for f in self.families)

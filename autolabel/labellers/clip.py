@@ -33,7 +33,7 @@ from annotation.services.lifecycle import attribute_phrases
 from ..embeddings import embeddings_get
 from ..hf import Loaded, clip_logit_scale, clip_text_embeddings, model_load
 from ..models import ImageClipScore
-from .base import LabelContext, Labeller, LabelResult, register
+from .base import GPU_EXTRA, LabelContext, Labeller, LabelResult, register
 
 YES, NO = "Yes", "No"
 
@@ -207,7 +207,7 @@ def clip_gender_run(ctx: LabelContext, questions: list[Question]) -> list[LabelR
     return out
 
 
-register(Labeller("clip", ("attribute",), clip_run, "GEP_C: CLIP similarity to the attribute"))
-register(Labeller("clip_cc", ("attribute",), clip_cc_run, "GEP_CC: calibrated CLIP similarity"))
-register(Labeller("clip_cls", ("attribute",), clip_cls_run, "GEP_CLS: cross-modal classifiers"))
-register(Labeller("clip_gender", ("person",), clip_gender_run, "zero-shot perceived gender"))
+register(Labeller("clip", ("attribute",), clip_run, "GEP_C: CLIP similarity to the attribute", requires=GPU_EXTRA))
+register(Labeller("clip_cc", ("attribute",), clip_cc_run, "GEP_CC: calibrated CLIP similarity", requires=GPU_EXTRA))
+register(Labeller("clip_cls", ("attribute",), clip_cls_run, "GEP_CLS: cross-modal classifiers", requires=GPU_EXTRA))
+register(Labeller("clip_gender", ("person",), clip_gender_run, "zero-shot perceived gender", requires=GPU_EXTRA))

@@ -10,7 +10,7 @@ from annotation.models import Question
 from ..embeddings import image_open
 from ..hf import blip_answers, model_load
 from .answers import answer_to_choice
-from .base import LabelContext, Labeller, LabelResult, register
+from .base import GPU_EXTRA, LabelContext, Labeller, LabelResult, register
 
 
 def vqa_prompt(question: Question) -> str:
@@ -48,4 +48,4 @@ def vqa_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResult]:
     return out
 
 
-register(Labeller("vqa", ("person", "attribute"), vqa_run, "BLIP VQA (PST Table 11 prompts)"))
+register(Labeller("vqa", ("person", "attribute"), vqa_run, "BLIP VQA (PST Table 11 prompts)", requires=GPU_EXTRA))

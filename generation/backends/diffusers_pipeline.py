@@ -14,7 +14,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from common.extras import gpu_extra_message, gpu_extra_missing
+
 from . import GenerationItem, GenerationOutput, OutOfMemory, PermanentError, TransientError
+
+REQUIRES = ("torch", "diffusers")  # the [gpu] extra (requirements/gpu.in)
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +115,9 @@ class DiffusersBackend:
         return int(params.get("batch_size") or 4)
 
     def generate(self, items: Sequence[GenerationItem], params: Mapping[str, Any]) -> list[GenerationOutput]:
+        missing = gpu_extra_missing(REQUIRES)
+        if missing:  # a light worker: every image of the batch fails with the reason, nothing retries
+            raise PermanentError(gpu_extra_message(what="The diffusers backend", missing=missing))
         import torch
 
         model = params["model"]

@@ -30,6 +30,7 @@ __all__ = [
     "abs_mean_interval",
     "sts_interval",
     "micro_sts_intervals",
+    "micro_gap_intervals",
     "group_sts_intervals",
     "percent_feminine_intervals",
     "gep_intervals",
@@ -238,6 +239,61 @@ def micro_sts_intervals(
         est = 100.0 * (2 * x[i] / n[i] - 1) if n[i] > 0 else float("nan")
         out[str(name)] = CI(est, 100.0 * (2 * lo[i] - 1), 100.0 * (2 * hi[i] - 1), confidence, "wilson-deff",
                             None, None, None, False, {"persons": int(n[i]), "deff": float(deff[i])})
+    return out
+
+
+#: Fewest counted persons per side and identity for which the per-identity gap interval is printed
+#: (bench/validity_cells/pst.py: `gap.micro_ci.newcombe.*`).
+MIN_GAP_PERSONS = 10
+
+
+def _stereo_counts(side: Any, treatment: Treatment) -> tuple[NDArray[Any], NDArray[np.float64], NDArray[np.float64],
+                                                               NDArray[np.float64]]:
+    """(identity names, stereotyped persons, counted persons, design effect) per identity of one side."""
+    s, w = stereo_weights(side["labels"], side["stereotypes"], treatment)
+    ident = as_1d(side["identities"], "identities").astype(str)
+    codes, names = encode(ident)
+    x: NDArray[np.float64] = np.bincount(codes, weights=(s == 1).astype(float) * w, minlength=len(names)).astype(float)
+    n: NDArray[np.float64] = np.bincount(codes, weights=w.astype(float), minlength=len(names)).astype(float)
+    if ident.size == 0:
+        return names, x, n, np.ones(0)
+    deff = np.atleast_1d(np.asarray(design_effect(side["image_ids"], (s == 1).astype(float), w.astype(float), ident),
+                                    dtype=float))
+    return names, x, n, deff
+
+
+def micro_gap_intervals(
+    a: Any,
+    b: Any,
+    treatment: Treatment = "paper",
+    confidence: float = 0.95,
+) -> dict[str, CI]:
+    """Per-identity difference of micro STS, side A minus side B (e.g. paired minus single), with
+    Newcombe's hybrid score interval for a difference of two proportions (``"newcombe-deff"``).
+
+    ``a`` / ``b``: per-person arrays ``image_ids``, ``identities``, ``labels``, ``stereotypes``.
+    STS = 100 (2q - 1) with q the share of counted persons labelled with their stereotype, so the
+    difference is 200 (q_A - q_B) and Newcombe's interval for q_A - q_B maps to it. Each side's
+    counts are replaced by effective counts (x / deff, n / deff) with its design effect over images
+    (Korn & Graubard), so persons of one image that are correlated widen the interval. A bootstrap
+    over the few images of an identity (3 single images in the occupation preset) is degenerate;
+    this interval is not, but its coverage was validated only from 10 counted persons per side
+    (bench/README.md, "Validity"): the caller leaves smaller identities out, ``notes`` carries the
+    persons of each side. Only identities present on both sides."""
+    na, xa, ca, da = _stereo_counts(a, treatment)
+    nb, xb, cb, db = _stereo_counts(b, treatment)
+    out: dict[str, CI] = {}
+    pos_b = {str(k): i for i, k in enumerate(nb.tolist())}
+    for i, name in enumerate(na.tolist()):
+        j = pos_b.get(str(name))
+        if j is None or ca[i] <= 0 or cb[j] <= 0:
+            continue
+        lo, hi = newcombe_interval(xa[i] / da[i], ca[i] / da[i], xb[j] / db[j], cb[j] / db[j], confidence)
+        est = 200.0 * (xa[i] / ca[i] - xb[j] / cb[j])
+        out[str(name)] = CI(est, min(200.0 * float(lo[0]), est), max(200.0 * float(hi[0]), est), confidence,
+                            "newcombe-deff", None, None, None, False,
+                            {"persons_a": int(ca[i]), "persons_b": int(cb[j]),
+                             "deff_a": float(da[i]), "deff_b": float(db[j])})
     return out
 
 

@@ -189,11 +189,16 @@ def compare_sums(
         return np.asarray(statistic(ta), dtype=float).reshape(t.shape[0], -1) - np.asarray(
             statistic(tb), dtype=float).reshape(t.shape[0], -1)
 
-    # Side A's strata are 0..S-1, side B's S..2S-1: every draw resamples within both.
-    ci = stratified_cluster_bca(sums, diff, side * n_strata + strata, n_boot, confidence, seed)
-    assert isinstance(ci, CI)
     tot = np.zeros((2 * n_strata, sums.shape[1]))
     np.add.at(tot, side * n_strata + strata, sums)
+    if n_boot > 0:
+        # Side A's strata are 0..S-1, side B's S..2S-1: every draw resamples within both.
+        ci = stratified_cluster_bca(sums, diff, side * n_strata + strata, n_boot, confidence, seed)
+        assert isinstance(ci, CI)
+    else:  # no resampling asked for: the differences without an interval
+        point = diff(tot[None])[0]
+        nan = np.full(point.shape, np.nan)
+        ci = CI(point, nan, nan, confidence, "none", int(sums.shape[0]), 0, seed, np.zeros(point.shape, bool))
     val_a = np.asarray(statistic(tot[None, :n_strata]), dtype=float).reshape(-1)
     val_b = np.asarray(statistic(tot[None, n_strata:]), dtype=float).reshape(-1)
     if n_perm > 0:

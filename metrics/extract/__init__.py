@@ -15,7 +15,7 @@ so an export reads the database once.
 
 Labels from elsewhere (`ReportOptions.source`: a machine labeller, or `hybrid:<labeller>`) are read
 by `metrics/extract/machine.py` into a `MachineData` aligned with these question arrays (three
-queries, made only for such a source); `metrics/report_sources.py` computes from both.
+queries, made only for such a source); `metrics/sections/sources.py` computes from both.
 """
 from __future__ import annotations
 

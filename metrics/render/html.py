@@ -7,21 +7,34 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from metrics.compare import metric_label
+from metrics.compare.rows import metric_label
 from metrics.extract.data import CampaignFacts
 
 from . import charts
-from .sections import sections_of
+from .methods import methods_sentence
+from .registry import sections_of
+
+
+def _section_warnings(warnings: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The warnings whose path is the section `key` or lies under it (`pst`, `pst.gap.micro_ci`)."""
+    return [w for w in warnings if w.get("path") == key or str(w.get("path", "")).startswith(key + ".")]
 
 
 def report_page(report: dict[str, Any]) -> dict[str, Any]:
     """Template context of a built report: `sections` (each with its partial `template`, its report
-    `section` and its table `rows`, in order) and `figures` ((caption, inline SVG) of every section)."""
+    `section`, its table `rows` and its `warnings`, in order), `other_warnings` (those of sections
+    not shown) and `figures` ((caption, inline SVG) of every section)."""
     parts = sections_of(report)
+    warnings = report.get("warnings") or []
+    shown = {r.key for r, _ in parts}
     return {
         "report": report,
-        "sections": [{"key": r.key, "template": r.template, "section": sec, "rows": r.rows(sec)} for r, sec in parts],
+        "sections": [{"key": r.key, "template": r.template, "section": sec, "rows": r.rows(sec),
+                      "warnings": _section_warnings(warnings, r.key)} for r, sec in parts],
+        # Warnings of a section the report does not show (left out whole): listed at the top.
+        "other_warnings": [w for w in warnings if str(w.get("path", "")).split(".")[0] not in shown],
         "figures": [figure for r, sec in parts for figure in r.charts(sec)],
+        "methods_sentence": methods_sentence(report),
     }
 
 
@@ -31,7 +44,7 @@ def report_html(*, campaign: CampaignFacts, report: dict[str, Any], query: str =
 
 
 def compare_page(result: dict[str, Any]) -> dict[str, Any]:
-    """Template context of a comparison (`services.report_compare`'s result): metric labels and one
+    """Template context of a comparison (`metrics.snapshots.report.report_compare`'s result): metric labels and one
     bar chart per compared metric."""
     labels = [(m, metric_label(m)) for m in result["metrics"]]
     return {"metric_labels": labels,

@@ -11,9 +11,10 @@ import pandas as pd
 
 from common.csvsafe import csv_cell, csv_frame, csv_writer
 from metrics.extract.data import AnswerTable, CampaignData, CampaignFacts
-from metrics.report import LabelTable
+from metrics.sections.report import LabelTable
 
-from .sections import Table, sections_of
+from .methods import methods_sentence
+from .registry import Table, sections_of
 
 ANSWER_COLUMNS = ["answer_id", "question_id", "image_id", "annotator_id", "choice", "time_ms", "created_at",
                   "setting", "slot", "is_gold", "image_excluded", "corrects_answer_id", "superseded"]
@@ -84,7 +85,7 @@ def readme(campaign: CampaignFacts, report: dict[str, Any]) -> str:
     return (f"Report of campaign {campaign.pk} ({campaign.name}, {campaign.kind}).\n"
             f"Options: {opts}.\n"
             "STS in percent (-100..100); GEP frequencies, vectors and scores as fractions.\n"
-            "Intervals: percentile bootstrap over images, seeded.\n"
+            f"{methods_sentence(report)}\n"
             "answers.csv holds every stored answer; `superseded` answers were replaced by a correction and\n"
             "are not used; gold questions and excluded images are not used in the figures.\n")
 
@@ -92,7 +93,8 @@ def readme(campaign: CampaignFacts, report: dict[str, Any]) -> str:
 def report_csv_zip(*, report: dict[str, Any], data: CampaignData, labels: LabelTable) -> bytes:
     """answers.csv (long format, every stored answer with its question metadata), labels.csv
     (aggregated label per question with vote counts), then each section's tables (agreement.csv,
-    pst_identity.csv or gep_frequencies.csv + gep_context.csv, ...), README.txt."""
+    pst_identity.csv or gep_frequencies.csv + gep_context.csv, ...), warnings.csv when the report
+    has warnings, README.txt."""
     if data.table is None:
         raise ValueError("the CSV export needs the answer table: extract with table=True")
     campaign = data.campaign
@@ -105,5 +107,8 @@ def report_csv_zip(*, report: dict[str, Any], data: CampaignData, labels: LabelT
         for renderer, section in sections_of(report):
             for table in renderer.tables(section, campaign):
                 zf.writestr(table.name, _csv_table(table))
+        if report.get("warnings"):  # figures or sections left out or flagged, and why
+            zf.writestr("warnings.csv", _csv_table(Table("warnings.csv", ["path", "message"],
+                                                         [[w["path"], w["message"]] for w in report["warnings"]])))
         zf.writestr("README.txt", readme(campaign, report))
     return out.getvalue()

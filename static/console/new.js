@@ -10,6 +10,7 @@ document.addEventListener("DOMContentLoaded", function () {
   let rawEdited = raw.value.trim() !== "";   // a spec sent back after a failed create stays as it is
   let timer = null;
   let seq = 0;
+  const defaults = JSON.parse($("annotation-defaults").textContent);
 
   const lines = function (text) { return text.split("\n").map(function (s) { return s.trim(); }).filter(Boolean); };
   const named = function (text) {
@@ -33,6 +34,10 @@ document.addEventListener("DOMContentLoaded", function () {
     const aspect = $("b-aspect").value;
     document.querySelectorAll("[data-aspect]").forEach(function (el) { el.hidden = el.dataset.aspect !== aspect; });
     $("custom-groups").hidden = !$("b-custom-groups").checked;
+    document.querySelectorAll(".pst-only").forEach(function (el) { el.hidden = kind() !== "pst"; });
+    document.querySelectorAll(".gep-only").forEach(function (el) { el.hidden = kind() !== "gep"; });
+    const other = kind() === "pst" ? "gep" : "pst", intro = $("b-instructions");
+    if (intro.value.trim() === defaults.instructions[other]) intro.value = defaults.instructions[kind()];
     const notes = {
       placeholder: "placeholder: CPU-only synthetic images (the prompt text on a colour), marked synthetic everywhere.",
       diffusers: "diffusers: a Stable Diffusion model on the GPU workers; model is required (hub id or local path).",
@@ -88,11 +93,69 @@ document.addEventListener("DOMContentLoaded", function () {
     const annotation = {redundancy: num("b-redundancy"), reward: $("b-reward").value.trim() || "0.00",
                         reward_per: $("b-reward-per").value};
     if (num("b-hit-size") !== null) annotation.hit_size = num("b-hit-size");
+    // Instructions: written only when they differ from the kind's defaults (the spec stays short).
+    const intro = $("b-instructions").value.trim();
+    if (intro && intro !== defaults.instructions[kind()]) annotation.instructions = intro;
+    if (kind() === "pst") {
+      const d = defaults.setting_instructions.pst;
+      const single = $("b-si-single").value.trim() || d.single, paired = $("b-si-paired").value.trim() || d.paired;
+      // An intervention image is shown as a paired one: the same text, so the setting stays hidden.
+      if (single !== d.single || paired !== d.paired) {
+        annotation.setting_instructions = {single: single, paired: paired, intervention: paired};
+      }
+    }
     spec.annotation = annotation;
     return spec;
   }
 
+  // ---- task page preview: what an annotator sees for an image of the chosen setting ----------
+  function taskPreview() {
+    const k = kind(), setting = k === "pst" ? $("tp-setting").value : "neutral";
+    const intro = $("b-instructions").value.trim() || defaults.instructions[k];
+    let settingText = "";
+    const questions = [];
+    let people = 1;
+    if (k === "pst") {
+      const d = defaults.setting_instructions.pst;
+      const shown = setting === "single" ? "single" : "paired";   // intervention is shown as paired
+      settingText = $("b-si-" + shown).value.trim() || d[shown];
+      const ids = ($("b-custom-groups").checked ? [lines($("b-g1-ids").value)[0], lines($("b-g2-ids").value)[0]]
+        : (catalogue ? catalogue.pst.occupation.groups.map(function (g) { return g.identities[0]; }) : []))
+        .map(function (x) { return x || "person"; });
+      const q = defaults.questions;
+      if (shown === "single") questions.push(q.single.replace("{identity}", ids[0] || "person"));
+      else {
+        people = 2;
+        questions.push(q.left.replace("{identity}", ids[0] || "person"), q.right.replace("{identity}", ids[1] || "person"));
+      }
+    } else {
+      const attrs = named($("b-attributes").value);
+      const a = attrs[0] || {phrase: "wearing boots"};
+      questions.push(defaults.questions.attribute.replace("{phrase}", a.phrase));
+    }
+    $("tp-instructions").textContent = intro;
+    $("tp-setting-text").textContent = settingText;
+    $("tp-setting-text").hidden = !settingText;
+    const ol = $("tp-questions");
+    ol.replaceChildren();
+    questions.forEach(function (text) {
+      const li = document.createElement("li");
+      li.textContent = text + " ";
+      const choices = document.createElement("span");
+      choices.className = "muted";
+      choices.textContent = k === "pst" ? "Feminine · Masculine · Cannot identify" : "Yes · No";
+      li.append(choices); ol.append(li);
+    });
+    const img = $("tp-image");
+    img.replaceChildren();
+    for (let i = 0; i < people; i++) { const f = document.createElement("span"); f.className = "tp-figure"; img.append(f); }
+    $("tp-note").textContent = k === "pst" && setting === "intervention"
+      ? "An intervention image gets the two-person text and the paired examples: the page never says which setting it is."
+      : "The examples of the question's family are one tap away on the task page.";
+  }
+
   function writeSpec() {
+    taskPreview();
     if (rawEdited) return;
     raw.value = JSON.stringify(buildSpec(), null, 2);
     schedulePreview();
@@ -110,6 +173,9 @@ document.addEventListener("DOMContentLoaded", function () {
     });
     ["single", "paired", "intervention"].forEach(function (s) { $("b-t-" + s).value = pst.templates[s]; });
     ["neutral", "explicit"].forEach(function (s) { $("b-t-" + s).value = gep.templates[s]; });
+    $("b-instructions").value = defaults.instructions[name === "gep" ? "gep" : "pst"];
+    $("b-si-single").value = defaults.setting_instructions.pst.single;
+    $("b-si-paired").value = defaults.setting_instructions.pst.paired;
     $("b-genders").value = unnamed(gep.genders);
     $("b-attributes").value = unnamed(gep.attributes);
     $("b-contexts").value = unnamed(gep.contexts);
@@ -278,6 +344,7 @@ document.addEventListener("DOMContentLoaded", function () {
   $("builder").addEventListener("input", function () { showKind(); writeSpec(); });
   $("builder").addEventListener("change", function () { showKind(); writeSpec(); });
   $("pv-target").addEventListener("input", schedulePreview);
+  $("tp-setting").addEventListener("change", taskPreview);
   raw.addEventListener("input", function () { rawEdited = true; $("raw-note").hidden = false; schedulePreview(); });
   $("rebuild").addEventListener("click", function () { rawEdited = false; $("raw-note").hidden = true; writeSpec(); });
   document.querySelectorAll("input[name=preset]").forEach(function (r) {

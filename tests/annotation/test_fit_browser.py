@@ -84,7 +84,8 @@ def test_task_page_fits_each_screen(browser: Browser) -> None:
         if n == 0:
             # The first HIT: instructions (the PST paper's text) open, and everything still fits.
             assert b.find("#instructions").get_attribute("open") is not None
-            assert "UCLA" in b.find("#instructions-text").text
+            text = b.find("#instructions-text").text
+            assert "gender fairness issues" in text and "UCLA" not in text  # lab-neutral
             family_text = b.find("#family-instructions").text
             assert "decide whether the two individuals" in family_text
             # The example of the HIT's paired questions, with its answer and caption.

@@ -1,5 +1,6 @@
 """The PST preset's annotation defaults are the PST paper's own instructions (its Table 10), word for
-word: the shared introduction, each setting's "Instruction:" line and the "Response:" questions."""
+word: each setting's "Instruction:" line and the "Response:" questions; the shared introduction is
+the paper's sentence without the name of its authors' university (lab-neutral)."""
 from __future__ import annotations
 
 import re
@@ -37,7 +38,9 @@ def test_the_pst_defaults_are_table_10_word_for_word() -> None:
     table = _table10()
     assert set(table) == {"single", "paired"}
     for setting, (intro, image, instruction, response) in table.items():
-        assert presets.PST_INSTRUCTIONS_INTRO == intro
+        assert presets.PST_INSTRUCTIONS_INTRO_PAPER == intro
+        assert presets.PST_INSTRUCTIONS_INTRO == intro.replace(" from UCLA", "")
+        assert "UCLA" not in presets.PST_INSTRUCTIONS_INTRO and "gender fairness" in presets.PST_INSTRUCTIONS_INTRO
         assert image == "Image: {Image}"
         assert "Instruction: " + presets.PST_SETTING_INSTRUCTIONS[setting] == instruction
         questions = [_placeholders(q) for q in re.findall(r"Does the .*? traits\?", response)]

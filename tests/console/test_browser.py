@@ -238,7 +238,12 @@ def test_researcher_designs_generates_reviews_opens_and_reports(browser: Browser
     b.visible("#annotators")
     rows = b.find_all("#annotators tbody tr")
     assert len(rows) == 3
-    assert "18" in rows[0].text and "1.5 s" in b.find("#annotators").text  # median of 1200..1500 ms
+    # Time per answer by fair pay's one definition (annotation.pay): the same figure on both pages.
+    from annotation.pay import campaign_pay
+    pay_rows = campaign_pay(campaign=Campaign.objects.get(pk=campaign.pk))["annotators"]
+    first = min(pay_rows, key=lambda r: r["id"])
+    assert 1.2 <= first["median_seconds_per_answer"] <= 1.8  # answers timed 1200..1700 ms on the page
+    assert "18" in rows[0].text and f"{first['median_seconds_per_answer']:.1f} s" in rows[0].text
     _check_page(b)
     b.shot("console-11-annotators")
 

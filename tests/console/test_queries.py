@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from annotation.models import AggregatedLabel, Enrollment
 from campaigns.models import Campaign
-from metrics.report import ReportOptions
-from metrics.services import report_get
+from metrics.sections.report import ReportOptions
+from metrics.snapshots.report import report_get
 from tests.builders.console import login
 from tests.builders.metrics import annotators, answer_all, make_images, make_questions
 from tests.conftest import GEP_MINIMAL

@@ -16,11 +16,11 @@ from django.db import connection
 from annotation.models import Answer
 from common import fastpath
 from common.csvsafe import csv_cell, csv_cell_restore
-from metrics.exports import report_csv_zip
 from metrics.extract import campaign_data
 from metrics.options import ReportOptions
+from metrics.package.exports import report_csv_zip
 from metrics.render import answers_csv_write
-from metrics.services import report_build
+from metrics.snapshots.report import report_build
 from tests.builders.metrics import ODD_TEXT, SMALL_GEP, SMALL_PST, messy_campaign
 
 pytestmark = pytest.mark.django_db

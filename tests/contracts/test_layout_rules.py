@@ -189,3 +189,21 @@ def test_test_modules_take_helpers_only_from_builders() -> None:
                 continue
             bad.append(f"{rel} imports {target}")
     assert not bad, bad
+
+
+# metrics/ by tier (docs/architecture.md "metrics/ by tier"): the top level keeps the app's Django
+# modules; everything else lives in the folder of its tier.
+METRICS_TOP_LEVEL = {"__init__.py", "admin.py", "apis.py", "apps.py", "models.py", "options.py", "tasks.py", "urls.py"}
+METRICS_TIERS = {"core", "extract", "sections", "render", "snapshots", "compare", "package", "management",
+                 "migrations"}
+
+
+def test_metrics_top_level_holds_only_the_app_modules_and_its_tiers() -> None:
+    paths = [Path(p) for p in _tracked_python() if Path(p).parts[0] == "metrics"]
+    top = {p.name for p in paths if len(p.parts) == 2}
+    folders = {p.parts[1] for p in paths if len(p.parts) > 2}
+    assert top <= METRICS_TOP_LEVEL, sorted(top - METRICS_TOP_LEVEL)
+    assert folders <= METRICS_TIERS, sorted(folders - METRICS_TIERS)
+    # No module of a tier is shadowed by a top-level one of the same name (as significance.py was).
+    core = {p.stem for p in paths if p.parts[1] == "core"}
+    assert not ({Path(n).stem for n in top} - {"__init__"}) & core

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from common import fastpath
 from metrics.extract import CampaignData, campaign_data
 from metrics.options import ReportOptions
-from metrics.report import report_from_data
+from metrics.sections.report import report_from_data
 from tests.builders.metrics import ODD_TEXT, SMALL_GEP, SMALL_PST, messy_campaign
 
 pytestmark = pytest.mark.django_db(transaction=True)

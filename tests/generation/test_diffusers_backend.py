@@ -67,3 +67,10 @@ def test_bench_smoke_on_the_tiny_pipeline() -> None:
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert [(r["mode"], r["batch_size"]) for r in report["results"]] == [("loop", 1), ("batched", 1), ("batched", 2)]
     assert all(r["images_per_s"] > 0 for r in report["results"])
+
+
+def test_a_worker_without_the_gpu_extra_refuses_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The light install (requirements/lock.txt) has no torch: the job fails permanently, saying why."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # what `import torch` sees on a light worker
+    with pytest.raises(PermanentError, match=r"diffusers backend needs the \[gpu\] extra.*missing: torch.*gpu-lock"):
+        dp.DiffusersBackend().generate([GenerationItem(1, "a doctor", 1)], _params("any/model"))

@@ -16,7 +16,7 @@ from annotation.demographics import default_section
 from annotation.models import Answer, DemographicsResponse, Enrollment
 from annotation.services.demographics import demographics_release_cut
 from metrics.options import ReportOptions
-from metrics.services import report_build
+from metrics.snapshots.report import report_build
 from tests.builders.metrics import SMALL_PST, annotators, campaign_with_questions
 from tests.conftest import token_client
 
@@ -122,7 +122,7 @@ def test_withdrawn_annotators_leave_the_groups(researcher):
 
 def test_a_withdrawal_makes_the_cached_report_stale(researcher):
     from annotation.services.demographics import demographics_withdraw
-    from metrics.services import report_get
+    from metrics.snapshots.report import report_get
 
     campaign, people = _campaign(researcher, {"woman": 5, "man": 5})
     options = ReportOptions(n_boot=0, n_perm=0)

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 from scipy import stats
 
-from metrics.compare_sources import sources_comparison
+from metrics.compare.sources import sources_comparison
 from metrics.extract.data import CampaignFacts
 from tests.builders.machine import TABLE_6, TABLE_6_HUMAN, machine_labels
 from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from metrics.compare_build import compare_payload
-from metrics.compare_options import CompareOptions
+from metrics.compare.build import compare_payload
+from metrics.compare.options import CompareOptions
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions

@@ -20,7 +20,7 @@ from annotation.models import Answer, Enrollment
 from autolabel.models import MachineLabel
 from generation.models import Image
 from metrics.options import ReportOptions
-from metrics.services import report_build
+from metrics.snapshots.report import report_build
 from tests.builders.machine import machine_labels
 from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
 from tests.conftest import token_client

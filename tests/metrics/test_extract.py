@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from annotation.models import Answer, Enrollment, Question
 from metrics.core._arrays import encode, index_in
 from metrics.extract import campaign_data
-from metrics.report import ReportOptions
-from metrics.services import report_build
+from metrics.sections.report import ReportOptions
+from metrics.snapshots.report import report_build
 from tests.builders.metrics import (
     SMALL_GEP,
     SMALL_PST,

@@ -18,8 +18,8 @@ from annotation.models import Answer, Enrollment
 from campaigns.models import Campaign
 from generation.models import Image
 from metrics.models import ReportSnapshot
-from metrics.report import ReportOptions
-from metrics.services import report_build
+from metrics.sections.report import ReportOptions
+from metrics.snapshots.report import report_build
 from tests.builders.metrics import (
     SMALL_GEP,
     SMALL_PST,
@@ -155,7 +155,7 @@ def test_html_report_has_charts_and_tables(api: APIClient, pst_campaign: Campaig
     resp = api.get(f"/api/campaigns/{pst_campaign.pk}/report/?format=html&n_boot=20")
     assert resp.status_code == 200 and resp["Content-Type"].startswith("text/html")
     html = resp.content.decode()
-    assert html.count("<svg") >= 3 and "Micro STS per identity" in html and "Synthetic images" in html
+    assert html.count("<svg") >= 3 and "Micro STS per identity" in html and "Synthetic data" in html
     assert "Krippendorff" in html and "Paired vs single" in html
     gep_html = api.get(f"/api/campaigns/{gep_campaign.pk}/report/?format=html&n_boot=20").content.decode()
     assert "symmetric log" in gep_html and gep_html.count("<svg") == 2
@@ -199,7 +199,7 @@ def test_report_command_writes_each_format(tmp_path: Path, pst_campaign: Campaig
 def test_large_reports_are_built_by_a_worker_task(api: APIClient, pst_campaign: Campaign,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   django_capture_on_commit_callbacks: Any) -> None:
-    import metrics.services as services
+    import metrics.snapshots.report as services
     from metrics import tasks
 
     monkeypatch.setattr(services, "ASYNC_ANSWER_THRESHOLD", 10)
@@ -223,7 +223,7 @@ def test_answers_csv_fast_path_equals_the_portable_one(pst_campaign: Campaign) -
     import csv as csv_module
 
     from common import fastpath
-    from metrics.exports import report_csv_zip
+    from metrics.package.exports import report_csv_zip
 
     first = Answer.objects.filter(campaign=pst_campaign).order_by("id").first()
     Answer.objects.create(campaign=pst_campaign, question=first.question, annotator=first.annotator,

@@ -12,7 +12,7 @@ import numpy as np
 from bench.interval_coverage import GEP_TABLES, gep_labels
 from metrics.extract.data import CampaignData, CampaignFacts
 from metrics.options import ReportOptions
-from metrics.report import report_from_data
+from metrics.sections.report import report_from_data
 
 RUNS = 400
 N = 80  # images per gender (the GEP paper's neutral design: 16 contexts x 5 samples)

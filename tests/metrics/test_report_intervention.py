@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from metrics.options import ReportOptions
-from metrics.services import report_build
+from metrics.snapshots.report import report_build
 from tests.builders.intervals import interval_violations
 from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 

@@ -15,10 +15,10 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from common import fastpath
-from metrics.exports import report_csv_zip
 from metrics.extract import campaign_data
 from metrics.options import ReportOptions
-from metrics.services import report_build, report_get
+from metrics.package.exports import report_csv_zip
+from metrics.snapshots.report import report_build, report_get
 from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label
 
 pytestmark = pytest.mark.django_db(transaction=True)

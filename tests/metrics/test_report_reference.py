@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 
 from campaigns import presets
 from metrics.core.amplification import amplification as core_amplification
-from metrics.report import ReportOptions
-from metrics.services import report_build
+from metrics.sections.report import ReportOptions
+from metrics.snapshots.report import report_build
 from tests.builders.intervals import count_intervals, interval_violations
 from tests.builders.metrics import annotators, answer_all, campaign_with_questions
 
@@ -98,6 +98,10 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     assert pst["single"]["runs_mean_ci"] != pst["single"]["overall_ci"]
     assert len(pst["single"]["runs_ci"]) == 3 and pst["single"]["runs_mean_ci_method"] == "bca-cluster"
     assert pst["gap"]["permutation_test"]["p_value"] < 0.01
+    # 3 single images per identity: no per-identity gap interval, and the report says why (issue 22).
+    assert pst["gap"]["micro_ci"] == {} and pst["gap"]["micro_ci_method"] == "newcombe-deff"
+    assert [w["path"] for w in report["warnings"]] == ["pst.gap.micro_ci"]
+    assert "40 of 40 identities" in report["warnings"][0]["message"]
     # 2-1 majorities on every third question: agreement is high but not perfect.
     agreement = report["agreement"]["overall"]
     assert 0.3 < agreement["fleiss_kappa"] < 0.95 and agreement["answers"] == 3 * 1720

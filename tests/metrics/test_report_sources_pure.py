@@ -9,7 +9,7 @@ from metrics.core import hybrid, machine
 from metrics.extract.data import CampaignData, CampaignFacts
 from metrics.extract.machine import MachineData
 from metrics.options import ReportOptions
-from metrics.report_sources import agreement_section, hybrid_section
+from metrics.sections.sources import agreement_section, hybrid_section
 
 ATTRS = ["dress", "tie"]
 TRUTH = {("woman", "dress"): 0.6, ("woman", "tie"): 0.1, ("man", "dress"): 0.05, ("man", "tie"): 0.5}

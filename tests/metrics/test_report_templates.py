@@ -18,7 +18,7 @@ from annotation.models import Question
 from annotation.services.lifecycle import questions_open
 from campaigns.models import Campaign, Prompt
 from metrics.options import ReportOptions
-from metrics.services import report_build
+from metrics.snapshots.report import report_build
 from tests.builders.intervals import interval_violations
 from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions, make_images
 

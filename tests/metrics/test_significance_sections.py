@@ -1,4 +1,4 @@
-"""`metrics.significance` on hand-built data (no database): the amplification rows appear when both
+"""`metrics.sections.significance` on hand-built data (no database): the amplification rows appear when both
 campaigns' specs name a reference (spec `references`, templates from the question metadata), and
 not otherwise; the pooled agreement aligns campaigns whose choices differ."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from metrics.compare_options import CompareOptions
+from metrics.compare.options import CompareOptions
 from metrics.extract.data import CampaignData, CampaignFacts
 from metrics.options import ReportOptions
-from metrics.significance import pooled_agreement, significance
+from metrics.sections.significance import pooled_agreement, significance
 
 CHOICES = ["Cannot identify", "Feminine", "Masculine"]
 GROUPS = [{"name": "male", "stereotype": "masculine", "identities": ["pilot", "ceo"]},

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from metrics import services, tasks
+from metrics import tasks
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
+from metrics.snapshots import report as services
 from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions, stereotyped
 
 pytestmark = pytest.mark.django_db

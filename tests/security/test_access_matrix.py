@@ -128,6 +128,7 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "console:campaign-action": {"get": POST_ONLY, "post": OWNER},
     "console:images": {"get": OWNER},
     "console:annotators": {"get": OWNER},
+    "console:labels": {"get": OWNER},
     "console:annotator-action": {"get": POST_ONLY, "post": OWNER},
     "console:report": {"get": OWNER},
     # crowd platforms: the task pages are public entry points (they log the worker in themselves)

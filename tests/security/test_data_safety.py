@@ -17,8 +17,8 @@ from django.core.management.base import CommandError
 from annotation.models import AggregatedLabel, Answer, Question
 from annotation.services.review import answer_correct
 from campaigns.models import Campaign, Prompt
-from metrics.report import ReportOptions
-from metrics.services import report_build
+from metrics.sections.report import ReportOptions
+from metrics.snapshots.report import report_build
 from tests.builders.metrics import (
     SMALL_GEP,
     SMALL_PST,

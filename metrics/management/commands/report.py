@@ -7,10 +7,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
 from common.errors import ApplicationError
-from metrics.dataset import dataset_write
-from metrics.exports import report_csv_zip, report_html
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
-from metrics.services import report_get
+from metrics.package.dataset import dataset_write
+from metrics.package.exports import report_csv_zip, report_html
+from metrics.snapshots.report import report_get
 
 
 class Command(BaseCommand):

@@ -1,0 +1,104 @@
+"""PST cells of the validity harness (issue 22, defects 1 and 2; bench/validity.py).
+
+Simulated campaigns: bench/validity_cells/_pst_sim.py (identities in two groups, every masculine x
+feminine pair in both orders, correlated persons within a paired image, single images per identity).
+Each cell computes the figure with the function the report calls.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+from bench.validity_cells import Cell
+from bench.validity_cells._pst_sim import Campaign, Design, simulate
+from metrics.core import metric_intervals as mi
+from metrics.core.significance import compare_pst
+from metrics.core.uncertainty import permutation_test_sts, permutation_test_sts_studentized
+
+ALPHA = 0.05
+
+
+def _identity(c: Campaign, seed: int) -> str:
+    return c.identities[seed % len(c.identities)]
+
+
+def _truth_gap(c: Campaign, identity: str) -> float:
+    return c.true_micro("paired", identity) - c.true_micro("single", identity)
+
+
+# ------------------------------------------------------------------ defect 1: per-identity gap
+def micro_gap_newcombe(design: Design, seed: int) -> bool:
+    c = simulate(design, seed)
+    ident = _identity(c, seed)
+    ci = mi.micro_gap_intervals(c.paired, c.single, "paper")[ident]
+    return bool(ci.low <= _truth_gap(c, ident) <= ci.high)
+
+
+def micro_gap_bca(design: Design, n_boot: int, seed: int) -> bool:
+    """The interval the report printed before issue 22 (BCa over images), for the record."""
+    c = simulate(design, seed)
+    ident = _identity(c, seed)
+    d = compare_pst(c.paired, c.single, c.group_of, "paper", None, n_boot, 0, 0.95, seed)["micro"][ident]
+    return bool(d.low <= _truth_gap(c, ident) <= d.high)
+
+
+def overall_gap_bca(design: Design, n_boot: int, seed: int) -> bool:
+    c = simulate(design, seed)
+    d = compare_pst(c.paired, c.single, c.group_of, "paper", None, n_boot, 0, 0.95, seed)["overall"]
+    truth = c.true_overall("paired") - c.true_overall("single")
+    return bool(d.low <= truth <= d.high)
+
+
+# ------------------------------------------------------------------ defect 2: paired-vs-single test
+def _both(c: Campaign) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    p, s = c.paired, c.single
+    images = np.concatenate([p["image_ids"], s["image_ids"]])
+    is_paired = np.concatenate([np.ones(p["image_ids"].size, int), np.zeros(s["image_ids"].size, int)])
+    labels = np.concatenate([p["labels"], s["labels"]])
+    stereotypes = np.concatenate([p["stereotypes"], s["stereotypes"]])
+    return images, is_paired, labels, stereotypes
+
+
+def gap_test(design: Design, n_perm: int, studentized: bool, seed: int) -> bool:
+    c = simulate(design, seed)
+    test = permutation_test_sts_studentized if studentized else permutation_test_sts
+    images, is_paired, labels, stereotypes = _both(c)
+    return bool(test(images, is_paired, labels, stereotypes, "paper", n_perm=n_perm, seed=seed).p_value <= ALPHA)
+
+
+def _cell(name: str, kind: str, target: float, run: Callable[..., bool], *args: object, fast: tuple[object, ...] = (),
+          note: str = "", legacy: bool = False) -> Cell:
+    return Cell(name, kind, target, partial(run, *args), note,  # type: ignore[arg-type]
+                partial(run, *fast) if fast else None, legacy)
+
+
+OCC = Design(k=20, singles=3)               # the occupation preset: 40 identities, 3 single images each
+TEN = Design(k=10, singles=10)              # 10 single images per identity: the validated floor
+CELLS: list[Cell] = [
+    _cell("gap.micro_ci.bca.3_singles", "coverage", 0.95, micro_gap_bca, OCC, 1000, fast=(OCC, 200),
+          note="the pre-issue-22 interval (BCa over 3 single images); now left out with a warning", legacy=True),
+    _cell("gap.micro_ci.newcombe.10_singles", "coverage", 0.95, micro_gap_newcombe, TEN,
+          note="Newcombe with design effect, 10 single / 20 paired persons per identity"),
+    _cell("gap.micro_ci.newcombe.10_singles.rho+0.6.cannot", "coverage", 0.95, micro_gap_newcombe,
+          Design(k=10, singles=10, rho=0.6, cannot=0.1), note="correlated persons, 10% Cannot identify"),
+    _cell("gap.micro_ci.newcombe.10_singles.gap+30", "coverage", 0.95, micro_gap_newcombe,
+          Design(k=10, singles=10, gap=30.0), note="true gap +30 points"),
+    _cell("gap.overall_ci.bca.occupation.rho+0.6", "coverage", 0.95, overall_gap_bca,
+          Design(k=20, singles=3, rho=0.6, gap=20.0), 1000, fast=(Design(k=20, singles=3, rho=0.6, gap=20.0), 200),
+          note="overall gap, occupation design"),
+    _cell("gap.permutation.raw.rho+0.6", "size", ALPHA, gap_test, Design(k=10, singles=3, rho=0.6), 999, False,
+          fast=(Design(k=10, singles=3, rho=0.6), 199, False),
+          note="the pre-issue-22 test (raw difference), for the record", legacy=True),
+    *[_cell(f"gap.permutation.studentized.rho{rho:+.1f}", "size", ALPHA, gap_test, Design(k=10, singles=3, rho=rho),
+            999, True, fast=(Design(k=10, singles=3, rho=rho), 199, True),
+            note="studentized (Welch-type, image-cluster-robust SE)") for rho in (-0.6, 0.0, 0.6)],
+    _cell("gap.permutation.studentized.occupation.rho+0.6", "size", ALPHA, gap_test,
+          Design(k=20, singles=3, rho=0.6), 999, True, fast=(Design(k=20, singles=3, rho=0.6), 199, True),
+          note="occupation design (800 paired, 120 single images)"),
+    _cell("gap.permutation.studentized.power.gap+30", "power", 0.80, gap_test,
+          Design(k=20, singles=3, rho=0.3, gap=30.0), 999, True,
+          fast=(Design(k=20, singles=3, rho=0.3, gap=30.0), 199, True),
+          note="occupation design, true gap +30 points"),
+]

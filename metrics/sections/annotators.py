@@ -1,0 +1,174 @@
+"""The report section `annotators`: who labelled, and the headline figures per group of annotators.
+
+- Keyed by the campaign's latest numbered demographics release (`release`; docs/security.md,
+  "Demographics release rule"): only its members count, so the section does not move while
+  annotators join. Before the first release it reports no group.
+- Per demographic field (gender, age band, country: the annotators' consented self-reports to the
+  campaign's form, see docs/annotation.md "Demographics"), the release's members who have answers
+  in the report are counted per group under the release rule
+  (`annotation.demographics.merge_small_groups`): groups of fewer than `min_group` annotators
+  (`ReportOptions.min_group`, never below the release's, default 5) are merged into `other`, and
+  further groups join `other` until it reaches `min_group` too.
+- Per reported group: the group's labels are the majority of the group's answers per question
+  (ties kept, questions without a group answer left out), and on them the report's headline figures
+  with its bootstrap intervals (PST: overall STS per setting; GEP: score per setting) and the
+  agreement of the group's answers (Fleiss' kappa, Krippendorff's alpha with a BCa interval over
+  images, percent agreement).
+- Per pair of named groups of a field (not `other`, not `not reported`): the difference of each
+  headline figure and of alpha, with a permutation test over annotators
+  (`metrics.core.annotator_groups.permutation_test_groups`) and Holm-adjusted p-values over the pairs
+  of the field. The tested figures are answer-level (every answer of a group counted as a label of
+  its question; `unit: "answer"` in each test): majority figures give a permutation test without
+  power (the core module's docstring). Alpha is the same in both.
+
+Reads only the `CampaignData` (its `demographics` come from the extraction); never the database.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
+from metrics.core.agreement_subsets import agreement_summary, alpha_interval
+from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
+from metrics.core.significance import holm
+from metrics.extract.data import CampaignData
+from metrics.options import ReportOptions
+
+from .report import gep_section, pst_section, question_labels, register_section
+
+PST_SETTINGS = ("single", "paired", "intervention")
+GEP_SETTINGS = ("neutral", "explicit")
+
+
+def _f(x: Any) -> float | None:
+    if x is None:
+        return None
+    value = float(x)
+    return None if not np.isfinite(value) else value
+
+
+def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
+    """(settings of the headline in order, metric keys: `sts_<setting>` / `gep_<setting>`)."""
+    present = set(data.q_setting.tolist())
+    if data.campaign.kind == "pst":
+        settings = [s for s in PST_SETTINGS if s in present]
+        return settings, [f"sts_{s}" for s in settings]
+    settings = [s for s in GEP_SETTINGS if s in present]
+    return settings, [f"gep_{s}" for s in settings]
+
+
+def _statistic(data: CampaignData, options: ReportOptions, settings: list[str]) -> Any:
+    spec = data.campaign.spec
+    if data.campaign.kind == "pst":
+        stereotype_of = {g["name"]: g["stereotype"] for g in spec["design"]["identities"]["groups"]}
+        stereotypes = np.array([stereotype_of.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
+        headline = pst_headline(data.choices, stereotypes, data.q_setting, settings, options.treatment,  # type: ignore[arg-type]
+                                unit="answer")
+    else:
+        genders = [g["name"] for g in spec["design"]["genders"]]
+        headline = gep_headline(data.choices, data.q_meta["gender"], data.q_meta["attribute"], data.q_setting,
+                                settings, genders[:2], options.gep_tie_policy, unit="answer")  # type: ignore[arg-type]
+
+    def stat(counts: np.ndarray) -> np.ndarray:
+        return np.concatenate([headline(counts), alpha_stat(counts)])
+
+    return stat
+
+
+def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOptions, seed: int,
+                   settings: list[str]) -> dict[str, Any]:
+    """The headline figures and agreement of one group's answers (labels: the group's majority)."""
+    sub = dataclasses.replace(data, a_qidx=data.a_qidx[member], a_annotator=data.a_annotator[member],
+                              a_code=data.a_code[member], table=None)
+    group_options = dataclasses.replace(options, aggregation="majority", n_perm=0)
+    labels, ties = question_labels(sub, group_options)
+    headline: dict[str, Any] = {}
+    if data.campaign.kind == "pst":
+        with warnings.catch_warnings():  # a group whose every label is undetermined: NaN figures, said so
+            warnings.simplefilter("ignore", RuntimeWarning)
+            section = pst_section(sub, labels, ties, group_options, seed)
+        for s in settings:
+            headline[f"sts_{s}"] = {"value": section[s]["overall"], "ci": section[s].get("overall_ci")}
+    else:
+        section = gep_section(sub, labels, ties, group_options, seed)
+        for s in settings:
+            part = section.get(s, {})
+            headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci")}
+    counts = sub.vote_counts()
+    agreement = agreement_summary(counts)
+    if options.n_boot > 0 and agreement["answers"]:
+        ci = alpha_interval(counts, cluster_ids=data.q_image, n_boot=options.n_boot, confidence=options.confidence,
+                            seed=seed)
+        agreement["krippendorff_alpha_ci"] = [_f(ci.low), _f(ci.high)]
+    return {"headline": headline, "agreement": agreement, "questions_labelled": int((labels != "").sum())}
+
+
+def annotators_section(data: CampaignData, options: ReportOptions, seed: int) -> dict[str, Any]:
+    """The `annotators` section (see the module docstring)."""
+    release = data.demographics_release
+    settings, metrics = _metric_names(data)
+    metric_keys = [*metrics, "krippendorff_alpha"]
+    if release is None:  # no numbered release yet: no group is reported (docs/security.md)
+        return {"release": None, "min_group": max(options.min_group, DEFAULT_MIN_GROUP), "annotators": 0,
+                "reported": 0, "metrics": metric_keys, "fields": {},
+                "note": "no demographics release yet (cut at the campaign's close, or on request once enough "
+                        "annotators joined)"}
+    min_group = max(options.min_group, int(release["min_group"]))  # raised, never lowered
+    options = dataclasses.replace(options, min_group=min_group)
+    members = set(release["members"])
+    present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
+    answers_of = data.demographics
+    stat = None  # built on the first permutation test (no named groups: no tests, no cost)
+    out: dict[str, Any] = {
+        "release": {k: v for k, v in release.items() if k != "members"},
+        "min_group": options.min_group, "annotators": int(present.size),
+        "reported": int(sum(1 for a in present.tolist() if answers_of.get(a))),
+        "metrics": metric_keys, "labels": "majority of the group's answers per question", "fields": {},
+    }
+    n_q, k = int(data.q_id.size), len(data.choices)
+    for field in FIELDS:
+        merged, counts = merge_small_groups({a: group_of(answers_of.get(a), field) for a in present.tolist()},
+                                            options.min_group)
+        groups: dict[str, Any] = {}
+        members: dict[str, list[int]] = {}
+        for name, n in counts.items():
+            if n is None:
+                groups[name] = {"annotators": None, "suppressed": True}
+                continue
+            members[name] = [a for a, g in merged.items() if g == name]
+            member = np.isin(data.a_annotator, members[name])
+            groups[name] = {"annotators": n, "answers": int(member.sum())}
+            if n < present.size:  # a group of every member: no figures of its own (they would follow)
+                groups[name].update(_group_figures(data, member, options, seed, settings))
+        named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
+        tests: list[dict[str, Any]] = []
+        if options.n_perm > 0:
+            for a, b in combinations(named, 2):
+                stat = stat or _statistic(data, options, settings)
+                t = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
+                                            members[b], stat, n_perm=options.n_perm, seed=seed)
+                for i, metric in enumerate(metric_keys):
+                    tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(t.a[i]),
+                                  "value_b": _f(t.b[i]), "difference": _f(t.difference[i]),
+                                  "p_value": _f(t.p_value[i]), "n_perm": t.n_perm})
+            for metric in metric_keys:
+                family = [t for t in tests if t["metric"] == metric]
+                adjusted = holm([np.nan if t["p_value"] is None else t["p_value"] for t in family])
+                for t, p in zip(family, adjusted, strict=True):
+                    t["p_holm"] = _f(p)
+        out["fields"][field] = {"groups": groups, "tests": tests}
+    out["null"] = "annotators exchangeable between the two groups (majority labels recomputed per shuffle)"
+    return out
+
+
+def _build(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
+           seed: int) -> dict[str, Any] | None:
+    return annotators_section(data, options, seed) if data.a_annotator.size else None
+
+
+register_section("annotators", _build)
