@@ -15,6 +15,7 @@ were not accepted by the requester.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import secrets
 from collections.abc import Iterable, Mapping
@@ -31,7 +32,7 @@ from django.utils import timezone
 from annotation.models import Annotator, Answer, Assignment, AssignmentItem, Question
 from campaigns.models import Campaign
 from common import fastpath
-from common.accounts import EXTERNAL_ID_RULE, external_id_valid
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid, username_taken
 from common.errors import ApplicationError
 from generation.models import Image
 
@@ -203,8 +204,8 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
         if not assignment_id or not worker:
             bad("AssignmentId and WorkerId are required")
             continue
-        if not external_id_valid(worker) or not external_id_valid(assignment_id) or (hit and not external_id_valid(hit)):
-            bad(f"WorkerId, AssignmentId and HITId: {EXTERNAL_ID_RULE} (the crowd links' rule)")
+        if not external_id_valid(worker):  # the id becomes a link account: the links' rule
+            bad(f"WorkerId: {EXTERNAL_ID_RULE} (the crowd links' rule)")
             continue
         if assignment_id in file_assignments:
             bad(f"duplicate assignment {assignment_id} (also row {file_assignments[assignment_id]})")
@@ -306,8 +307,10 @@ def _write(planned: list[dict[str, Any]]) -> None:
         taken = set(User.objects.annotate(lower=Lower("username"))
                     .filter(lower__in=[n.lower() for n in names.values()]).values_list("lower", flat=True))
         for w, name in names.items():
-            if name.lower() in taken:
-                names[w] = f"{name}-{secrets.token_hex(3)}"
+            if name.lower() in taken:  # a stable suffix (both import paths agree), random if that is taken too
+                names[w] = f"{name}-{hashlib.sha256(w.encode()).hexdigest()[:6]}"
+                if username_taken(names[w]):
+                    names[w] = f"{name}-{secrets.token_hex(3)}"
         users = User.objects.bulk_create([User(username=names[w], password="!") for w in new])
         by_name = {u.username: u for u in users}
         Annotator.objects.bulk_create([Annotator(user=by_name[names[w]], mturk_worker_id=w, kind=Annotator.Kind.MTURK)

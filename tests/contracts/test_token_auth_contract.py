@@ -70,7 +70,7 @@ def test_users_tokens_and_profiles_are_equal(researcher: User) -> None:
         outcomes[name] = orm
     # What was compared is what matters: the profile with its JSON, the researcher without one, refusals.
     assert outcomes["annotator with profile"]["annotator"][0]["demographics"] == {
-        "age_range": "25-34", "student": True, "years": 3}
+        "age_band": "25-34", "gender": "self_describe", "gender_self_described": "fluid"}
     assert outcomes["annotator with profile"]["annotator"][1] is True
     assert outcomes["researcher"]["annotator"] is None
     assert outcomes["inactive"][0] == "refused" and "inactive" in outcomes["inactive"][1]
@@ -91,6 +91,7 @@ def test_the_same_answers_over_http(researcher: User) -> None:
                            for r in [c.get("/api/annotators/me/")]}
     assert answers[True] == answers[False]
     assert answers[True]["annotator"] == (200, {"id": annotator.pk, "username": "hal", "mturk_worker_id": None,
-                                                "prolific_pid": None, "demographics": {"country": "NZ"}})
+                                                "prolific_pid": None, "demographics": {"country": "NZ"},
+                                                "demographics_hidden": False})
     assert answers[True]["researcher"][0] == 403 and answers[True]["stranger"][0] == 401
     assert Annotator.objects.count() == 1
