@@ -24,20 +24,22 @@ import io
 import json
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import DataError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from campaigns.models import Campaign, Prompt
 from campaigns.spec import SpecError, spec_normalize
 from common.errors import ApplicationError
-from common.inputs import brief
+from common.inputs import BodyError, brief, json_lines, json_loads
+from common.numbers import number
 from common.zipsafe import SafeZip, ZipMemberError
 from generation.importer import image_url_problem
 from generation.models import Image
@@ -58,7 +60,15 @@ from .models import (
 
 FORMAT = "t2i-campaign-archive"
 VERSION = 1
-MAX_MEMBER_BYTES = 2 * 1024 ** 3
+# Bounds of an uploaded archive (settings of the same names override them).
+ARCHIVE_LIMITS = {
+    "ARCHIVE_MAX_TOTAL_BYTES": 2 * 1024 ** 3,   # all members, uncompressed
+    "ARCHIVE_MAX_MEMBER_BYTES": 1024 ** 3,      # one member, uncompressed (streamed, never held whole)
+    "ARCHIVE_MAX_RATIO": 100,                   # uncompressed / compressed, per member over 1 MB
+    "ARCHIVE_MAX_ROWS": 5_000_000,              # rows of one member
+}
+MANIFEST_MAX_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSON Lines row
 IMAGE_FIELDS = ("sample_index", "seed", "status", "error", "attempts", "file", "web_file", "sha256", "width", "height",
                 "source_url", "backend", "model", "revision", "params", "wall_time_s", "revised_prompt", "synthetic",
                 "excluded", "exclusion_reason")
@@ -145,33 +155,47 @@ def _bad(message: str, field: str = "archive") -> ApplicationError:
     return ApplicationError(f"Invalid campaign archive: {message}", errors={field: [message]})
 
 
+def _limit(name: str) -> int:
+    return int(getattr(settings, name, ARCHIVE_LIMITS[name]))
+
+
 def _read(zf: SafeZip, name: str) -> bytes:
     # common.zipsafe: a missing, oversized or damaged (bad CRC, encrypted) member is a 400 naming it.
     if not zf.exists(name):
         raise _bad(f"{name} is missing")
     try:
-        return zf.read(name, limit=MAX_MEMBER_BYTES)
+        return zf.read(name, limit=MANIFEST_MAX_BYTES)
     except ZipMemberError as exc:
         raise _bad(exc.message) from None
 
 
 def _lines(zf: SafeZip, name: str) -> list[dict[str, Any]]:
+    """The member's rows, streamed line by line through the bounded JSON parser (common.inputs), at
+    most ARCHIVE_MAX_ROWS of them."""
+    if not zf.exists(name):
+        raise _bad(f"{name} is missing")
     rows = []
+    max_rows = _limit("ARCHIVE_MAX_ROWS")
     try:
-        text = _read(zf, name).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _bad(f"{name} is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise _bad(f"{name} line {number}: not JSON ({exc})") from exc
-        if not isinstance(row, dict):
-            raise _bad(f"{name} line {number}: must be a JSON object")
-        rows.append(row)
+        for number_, row in json_lines(zf.lines(name, limit=_limit("ARCHIVE_MAX_MEMBER_BYTES"), max_line=MAX_LINE_BYTES),
+                                       field=name, max_line_bytes=MAX_LINE_BYTES):
+            if not isinstance(row, dict):
+                raise _bad(f"{name} line {number_}: must be a JSON object")
+            if len(rows) >= max_rows:
+                raise _bad(f"{name}: more than {max_rows} rows (ARCHIVE_MAX_ROWS)")
+            rows.append(row)
+    except ZipMemberError as exc:
+        raise _bad(exc.message) from None
+    except BodyError as exc:
+        where, problems = next(iter(exc.errors.items()))
+        line = where[len(name) + 1:].split(".")[0]
+        raise _bad(f"{name} line {line}: not JSON ({problems[0]})") from None
     return rows
+
+
+def _int(value: Any, field: str = "value") -> int:
+    """A whole number of an archive row (common.numbers): what a PostgreSQL integer column holds."""
+    return number(value, field=field, kind="int", minimum=-(2**31), maximum=2**31 - 1)
 
 
 def _need(row: dict[str, Any], key: str, where: str) -> Any:
@@ -212,16 +236,22 @@ def _image_rows_check(rows: list[dict[str, Any]]) -> None:
 
 
 @transaction.atomic
-def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
+def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campaign:
     """Create a new campaign from an archive (see the module docstring). All or nothing."""
     try:
         zf = SafeZip(data)
     except ZipMemberError as exc:
         raise _bad("not a zip file") from exc
-    try:
-        manifest = json.loads(_read(zf, "manifest.json").decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _bad(f"manifest.json is not UTF-8 JSON ({exc})") from exc
+    # Every member bounded before a byte is read: the uncompressed total, each member, and the
+    # compression ratio (a zip bomb); members are then streamed line by line (`_lines`).
+    problems = zf.problems(max_total=_limit("ARCHIVE_MAX_TOTAL_BYTES"), max_member=_limit("ARCHIVE_MAX_MEMBER_BYTES"),
+                           max_ratio=_limit("ARCHIVE_MAX_RATIO"))
+    if problems:
+        raise _bad("; ".join(problems[:5]))
+    try:  # common.inputs: the bounded JSON parser (depth, size, clean text)
+        manifest = json_loads(_read(zf, "manifest.json"), max_bytes=MANIFEST_MAX_BYTES, field="manifest.json")
+    except BodyError as exc:
+        raise _bad(exc.message, "manifest.json") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _bad(f"manifest.json: format must be {FORMAT!r}")
     if manifest.get("version") != VERSION:
@@ -244,17 +274,17 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
     try:
         campaign = Campaign.objects.create(
             owner=owner, name=str(meta.get("name") or spec["name"])[:200],
-            kind=spec["kind"], seed=int(meta.get("seed") or 0), spec=spec,
-            spec_version=int(spec.get("version") or 1), status=status, prompt_count=len(prompts),
-            images_planned=sum(int(p.get("samples") or 0) for p in prompts))
+            kind=spec["kind"], seed=_int(meta.get("seed") or 0), spec=spec,
+            spec_version=_int(spec.get("version") or 1), status=status, prompt_count=len(prompts),
+            images_planned=sum(_int(p.get("samples") or 0) for p in prompts))
         by_key = {}
         for n, p in enumerate(prompts, start=1):
             where = f"prompts.jsonl line {n}"
             by_key[_need(p, "key", where)] = Prompt(
-                campaign=campaign, key=p["key"], position=int(_need(p, "position", where)),
+                campaign=campaign, key=p["key"], position=_int(_need(p, "position", where)),
                 setting=str(_need(p, "setting", where)), text=str(_need(p, "text", where)),
-                metadata=_need(p, "metadata", where), samples=int(_need(p, "samples", where)),
-                seeds=_need(p, "seeds", where), template_index=int(p.get("template_index") or 0),
+                metadata=_need(p, "metadata", where), samples=_int(_need(p, "samples", where)),
+                seeds=_need(p, "seeds", where), template_index=_int(p.get("template_index") or 0),
                 template=str(p.get("template") or ""))
         Prompt.objects.bulk_create(list(by_key.values()), batch_size=2000)
         image_ids: dict[int, int] = {}
@@ -271,7 +301,7 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                                     **fields))
         Image.objects.bulk_create(new_images, batch_size=2000)
         for r, image in zip(rows, new_images, strict=True):
-            image_ids[int(_need(r, "id", "images.jsonl"))] = image.pk
+            image_ids[_int(_need(r, "id", "images.jsonl"))] = image.pk
         question_ids: dict[int, int] = {}
         rows = _lines(zf, "questions.jsonl")
         new_questions = []
@@ -284,7 +314,7 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                                           **{f: r[f] for f in QUESTION_FIELDS if f in r}))
         Question.objects.bulk_create(new_questions, batch_size=2000)
         for r, q in zip(rows, new_questions, strict=True):
-            question_ids[int(r["id"])] = q.pk
+            question_ids[_int(r["id"])] = q.pk
         User = get_user_model()
         annotators: dict[str, Annotator] = {}
         for n, r in enumerate(_lines(zf, "annotators.jsonl"), start=1):
@@ -314,7 +344,8 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
             if qid is None:
                 raise _bad(f"{where}: unknown question {r['question']!r}")
             pending.append((r, Answer(campaign=campaign, question_id=qid, annotator=annotator(r.get("annotator"), where),
-                                      choice=str(_need(r, "choice", where)), time_ms=r.get("time_ms"),
+                                      choice=str(_need(r, "choice", where)),
+                                      time_ms=None if r.get("time_ms") is None else _int(r["time_ms"]),
                                       source="archive-import")))
         # originals first, then corrections in archive order (each links an already created row)
         for r, answer in pending:
@@ -323,7 +354,7 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                     raise _bad(f"answers.jsonl: answer {r.get('id')!r} corrects unknown answer {r['corrects']!r}")
                 answer.corrects = answer_ids[r["corrects"]]
             answer.save()
-            answer_ids[int(_need(r, "id", "answers.jsonl"))] = answer
+            answer_ids[_int(_need(r, "id", "answers.jsonl"))] = answer
         created = {a.pk: parse_datetime(r.get("created_at") or "") for r, a in pending}
         for pk, when in created.items():
             if when:
@@ -332,18 +363,19 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
             where = f"qualifications.jsonl line {n}"
             q = Qualification.objects.create(
                 campaign=campaign, name=str(r.get("name") or r.get("family"))[:200], family=_need(r, "family", where),
-                instructions=r.get("instructions") or "", pass_fraction=float(r.get("pass_fraction", 1.0)),
-                retake_after_minutes=int(r.get("retake_after_minutes", 60)), max_attempts=int(r.get("max_attempts", 2)))
+                instructions=r.get("instructions") or "", pass_fraction=number(r.get("pass_fraction", 1.0), field=f"{where}: pass_fraction", kind="float",
+                                                            minimum=0, maximum=1),
+                retake_after_minutes=_int(r.get("retake_after_minutes", 60)), max_attempts=_int(r.get("max_attempts", 2)))
             for it in r.get("items") or []:
                 if it.get("image") not in image_ids:
                     raise _bad(f"{where}: unknown image {it.get('image')!r}")
                 QualificationItem.objects.create(qualification=q, image_id=image_ids[it["image"]],
-                                                 position=int(it.get("position") or 0), text=str(it.get("text") or ""),
+                                                 position=_int(it.get("position") or 0), text=str(it.get("text") or ""),
                                                  choices=it.get("choices") or [], correct=str(it.get("correct") or ""))
             for at in r.get("attempts") or []:
                 QualificationAttempt.objects.create(qualification=q, annotator=annotator(at.get("annotator"), where),
-                                                    answers=at.get("answers") or [], correct=int(at.get("correct") or 0),
-                                                    total=int(at.get("total") or 0), passed=bool(at.get("passed")))
+                                                    answers=at.get("answers") or [], correct=_int(at.get("correct") or 0),
+                                                    total=_int(at.get("total") or 0), passed=bool(at.get("passed")))
         for n, r in enumerate(_lines(zf, "examples.jsonl") if zf.exists("examples.jsonl") else [], start=1):
             where = f"examples.jsonl line {n}"
             image = r.get("image")
@@ -357,11 +389,11 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes) -> Campaign:
                                         file="" if image is not None else keys[0],
                                         web_file="" if image is not None else keys[1],
                                         answer=str(_need(r, "answer", where))[:100], caption=str(r.get("caption") or "")[:300],
-                                        order=int(r.get("order") or 0))
+                                        order=_int(r.get("order") or 0))
     except ApplicationError:
         raise
-    except (TypeError, ValueError, KeyError) as exc:
-        raise _bad(f"malformed field ({exc})") from exc
+    except (TypeError, ValueError, KeyError, OverflowError, DataError) as exc:
+        raise _bad(f"malformed field ({brief(str(exc))[1:-1]})") from None
     # Counters follow the answers (the archive's `assigned` included live leases that are gone).
     from django.db.models import Count, F
     from django.db.models.functions import Least

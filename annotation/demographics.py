@@ -45,12 +45,20 @@ _CONSENT = {
         "and the researchers of this task can see them next to your pseudonymous annotator id (never your name). "
         "Your answers to the task are never affected. You can withdraw at any time: your demographic answers are "
         "then erased."),
+    # `researcher_access: "individual"` with `publish: true`: the one consent under which the public
+    # replication package may carry an annotator's answers next to their pseudonym (metrics/package).
+    "publish": (
+        "These questions are optional. Your answers are used to report how people in different groups answered; "
+        "the researchers of this task can see them next to your pseudonymous annotator id (never your name), and "
+        "they will be published with the study's replication data next to that pseudonymous id, so that others "
+        "can check the figures. Your answers to the task are never affected. You can withdraw at any time before "
+        "publication: your demographic answers are then erased."),
 }
 
 
 def default_section(*, ask: bool = False) -> dict[str, Any]:
     return {"ask": ask, "fields": list(FIELDS), "consent_version": "1", "researcher_access": "aggregate",
-            "consent_text": _CONSENT["aggregate"], "min_group": DEFAULT_MIN_GROUP}
+            "publish": False, "consent_text": _CONSENT["aggregate"], "min_group": DEFAULT_MIN_GROUP}
 
 
 def choices() -> dict[str, list[list[str]]]:
@@ -76,7 +84,7 @@ def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
         p.add(where, "must be true, false or an object {ask, fields, consent_version, researcher_access}")
         return default_section()
     out = default_section()
-    allowed = ("ask", "fields", "consent_version", "researcher_access", "consent_text", "min_group")
+    allowed = ("ask", "fields", "consent_version", "researcher_access", "publish", "consent_text", "min_group")
     for key in raw:
         if key not in allowed:
             p.add(f"{where}.{key}", f"unknown key {key!r} (allowed: {', '.join(allowed)})")
@@ -108,7 +116,14 @@ def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
         p.add(f"{where}.min_group", f"must be an integer from {DEFAULT_MIN_GROUP} to {MAX_MIN_GROUP}, got {min_group!r}")
     else:
         out["min_group"] = min_group
-    text = raw.get("consent_text", _CONSENT[out["researcher_access"]])
+    publish = raw.get("publish", False)
+    if not isinstance(publish, bool):
+        p.add(f"{where}.publish", "must be true or false")
+    elif publish and out["researcher_access"] != "individual":
+        p.add(f"{where}.publish", "needs researcher_access: individual (publication is of individual answers)")
+    else:
+        out["publish"] = publish
+    text = raw.get("consent_text", _CONSENT["publish" if out["publish"] else out["researcher_access"]])
     if not isinstance(text, str) or not text.strip() or len(text) > 5000:
         p.add(f"{where}.consent_text", "must be a non-empty string of at most 5000 characters")
     else:

@@ -4,8 +4,8 @@
 and unexpired (common.media: the URLs the API and the pages hand out are signed, like S3's, and only
 to those who may see the image). `GET /media/<key>` answers when
 - the caller is logged in (session, or an API token) and may see it: staff see everything; a
-  researcher, the images (and uploaded example images) of campaigns they own; an annotator, those of
-  campaigns they are enrolled in. Anything else under the media root (campaign archives) is staff only.
+  researcher, the images (and uploaded example images) of campaigns they own; an annotator, the web
+  renditions (`web/...webp`) of those of campaigns they are enrolled in, never the originals. Anything else under the media root (campaign archives) is staff only.
 Everyone else gets a 404, as if the file did not exist; so does any key outside the media root.
 
 It lives in annotation because it needs enrollments (generation may not import annotation). The
@@ -76,12 +76,14 @@ def media_readable_by(user: Any, key: str) -> bool:
                                   campaign__deleted_at__isnull=True)
     if images.filter(campaign__owner_id=user.pk).exists():
         return True
+    # An annotator gets the web rendition only (`web/...webp`): never the original (`images/...png`),
+    # even by rewriting the key of a URL they were given.
     enrolled = Enrollment.objects.filter(annotator__user_id=user.pk).values("campaign_id")
-    if images.filter(campaign_id__in=enrolled).exists():
+    if images.filter(web_file=key, campaign_id__in=enrolled).exists():
         return True
     # An uploaded example image (not an image of the campaign): the same rule through its campaign.
     examples = ExampleImage.objects.filter(Q(file=key) | Q(web_file=key), campaign__deleted_at__isnull=True)
-    return examples.filter(Q(campaign__owner_id=user.pk) | Q(campaign_id__in=enrolled)).exists()
+    return examples.filter(Q(campaign__owner_id=user.pk) | Q(web_file=key, campaign_id__in=enrolled)).exists()
 
 
 def _path(key: str) -> Path:

@@ -149,3 +149,19 @@ def questions_to_grow(rows: Any, cfg: Mapping[str, Any]) -> list[int]:
     return sorted(qid for qid, required, completed, choices, votes in rows
                   if required_next(required=required, completed=completed, counts=votes or {}, choices=choices,
                                    cfg=cfg) > required)
+
+
+def redundancy_summary(redundancy: Any, *, questions: Mapping[str, int], answers: Mapping[str, int],
+                       fixed_r: int | None = None) -> dict[str, Any]:
+    """`annotation.selectors.redundancy_spent` from its two counts per setting (non-gold questions;
+    original answers to them): pure, so the replication package recomputes the same block."""
+    r = fixed_r if fixed_r is not None else (FIXED_DEFAULT if is_adaptive(redundancy) else int(redundancy))
+
+    def block(n_questions: int, n_answers: int) -> dict[str, Any]:
+        planned = n_questions * r
+        return {"questions": n_questions, "answers": n_answers, "fixed_r_answers": planned,
+                "saved_fraction": (1 - n_answers / planned) if planned else None}
+
+    by_setting = {s: block(n, answers.get(s, 0)) for s, n in sorted(questions.items())}
+    return {"rule": redundancy, "fixed_r": r, **block(sum(questions.values()), sum(answers.values())),
+            "by_setting": by_setting}

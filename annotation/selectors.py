@@ -311,20 +311,11 @@ def redundancy_spent(*, campaign: Campaign, fixed_r: int | None = None) -> dict[
     the original answers to non-gold questions (corrections are not paid twice); `fixed_r_answers`
     the non-gold questions times `fixed_r` (the campaign's R when fixed, else 3, the papers' design);
     `saved_fraction` = 1 - answers / fixed_r_answers (negative when more was spent)."""
-    from .redundancy import FIXED_DEFAULT, is_adaptive
+    from .redundancy import redundancy_summary
 
     redundancy = annotation_settings(campaign)["redundancy"]
-    r = fixed_r if fixed_r is not None else (FIXED_DEFAULT if is_adaptive(redundancy) else int(redundancy))
     questions = dict(Question.objects.filter(campaign=campaign, is_gold=False).values("setting")
                      .annotate(n=Count("id")).values_list("setting", "n"))
     answers = dict(Answer.objects.filter(campaign=campaign, question__is_gold=False, corrects__isnull=True)
                    .values("question__setting").annotate(n=Count("id")).values_list("question__setting", "n"))
-
-    def block(n_questions: int, n_answers: int) -> dict[str, Any]:
-        planned = n_questions * r
-        return {"questions": n_questions, "answers": n_answers, "fixed_r_answers": planned,
-                "saved_fraction": (1 - n_answers / planned) if planned else None}
-
-    by_setting = {s: block(n, answers.get(s, 0)) for s, n in sorted(questions.items())}
-    return {"rule": redundancy, "fixed_r": r, **block(sum(questions.values()), sum(answers.values())),
-            "by_setting": by_setting}
+    return redundancy_summary(redundancy, questions=questions, answers=answers, fixed_r=fixed_r)

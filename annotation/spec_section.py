@@ -7,11 +7,14 @@ documented in docs/annotation.md (a public contract, like the rest of the spec).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from campaigns.presets import PST_INSTRUCTIONS_INTRO, PST_QUESTIONS, PST_SETTING_INSTRUCTIONS
 from campaigns.spec import Problems, is_missing
+from common.inputs import BodyError, brief
+from common.numbers import number
+from common.templates import template_problem
 
 from .demographics import DEFAULT_PAY_FLOOR, validate_demographics, validate_pay_floor
 from .families import ATTRIBUTE_CHOICES, PERSON_CHOICES
@@ -120,10 +123,9 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
         if not isinstance(value, str) or not value.strip():
             p.add(f"annotation.questions.{key}", "must be a non-empty string")
             continue
-        try:
-            value.format(identity="x", phrase="x")
-        except (KeyError, IndexError, ValueError) as exc:
-            p.add(f"annotation.questions.{key}", f"bad placeholder {exc}; use {placeholder}")
+        why = template_problem(value, ("phrase", "identity"))  # common.templates: no format spec
+        if why:
+            p.add(f"annotation.questions.{key}", f"bad placeholder: {why}; use {placeholder}")
             continue
         if placeholder not in value:
             p.add(f"annotation.questions.{key}", f"must contain {placeholder}")
@@ -131,15 +133,14 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
         norm_q[key] = value
     out["questions"] = norm_q
     reward = raw.get("reward", "0.00")
-    try:
-        if isinstance(reward, bool):
-            raise InvalidOperation
-        amount = Decimal(str(reward))
-        if amount < 0 or amount > 1000 or amount != amount.quantize(Decimal("0.01")):
-            raise InvalidOperation
+    try:  # common.numbers: short text, finite, range checked before anything formats it
+        amount = number(reward, field="annotation.reward", kind="decimal", minimum=0, maximum=1000)
+        if amount != amount.quantize(Decimal("0.01")):
+            raise BodyError("annotation.reward: more than 2 decimals")
         out["reward"] = f"{amount:.2f}"
-    except (InvalidOperation, ValueError):
-        p.add("annotation.reward", f"must be a non-negative amount with at most 2 decimals, got {reward!r}")
+    except BodyError:
+        p.add("annotation.reward", f"must be a non-negative amount with at most 2 decimals, up to 1000, "
+                                   f"got {brief(reward, 60)}")
         out["reward"] = "0.00"
     for key, allowed, default in (("reward_per", ("hit", "question"), "hit"),
                                   ("low_quality_action", ("block", "pause", "none"), "block"),

@@ -12,6 +12,7 @@ from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher
+from common.uploads import upload_read
 
 from .importer import machine_labels_import
 from .models import MachineLabel
@@ -83,5 +84,5 @@ class MachineLabelImportApi(APIView):
         if upload is None:
             raise ApplicationError("A file is required.", errors={"file": ["This field is required."]})
         result = machine_labels_import(campaign=campaign, labeller=request.data.get("labeller"),
-                                       name=upload.name or "labels", data=upload.read())
+                                       name=upload.name or "labels", data=upload_read(upload, field="file", kind="csv"))
         return Response(result, status=status.HTTP_201_CREATED)

@@ -8,7 +8,6 @@ names its line (`rows.<line>`); then all rows are stored in one transaction, or 
 question the labeller already labelled replaces that label (a re-upload is idempotent)."""
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +17,8 @@ from django.db import transaction
 from annotation.models import Question
 from campaigns.models import Campaign
 from common.errors import ApplicationError
-from common.inputs import brief
+from common.inputs import BodyError, brief
+from common.numbers import number
 from common.uploads import upload_rows
 
 from .models import AutolabelJob, MachineLabel
@@ -42,14 +42,12 @@ def _rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tupl
                        empty_field="file", json_keys_checked=True, stop_on_unknown_columns=True)
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
+def _int(value: Any, field: str) -> int | None:
+    """An id or sample index (common.numbers: short text, finite, bounded), or None."""
+    try:
+        return number(value, field=field, kind="int", minimum=0, maximum=2**63 - 1)
+    except BodyError:
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
 
 
 def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data: bytes) -> dict[str, Any]:
@@ -71,12 +69,12 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         problems: list[str] = []
         image_id = None
         if "image" in row:
-            image_id = _int(row["image"])
+            image_id = _int(row["image"], "image")
             if image_id is None or image_id not in questions:
                 problems.append(f"image {brief(row['image'])} is not an image of this campaign with questions")
                 image_id = None
         elif "prompt_key" in row and "sample_index" in row:
-            sample = _int(row["sample_index"])
+            sample = _int(row["sample_index"], "sample_index")
             image_id = by_key.get((str(row["prompt_key"]), sample)) if sample is not None else None
             if image_id is None:
                 problems.append(f"no image {brief(row['prompt_key'])} sample {brief(row['sample_index'])}")
@@ -109,11 +107,9 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
             problems.append(f"choice {brief(choice)} is not one of {', '.join(question.choices)}")
         score = row.get("score")
         if score is not None:
-            try:
-                score = float(score) if not isinstance(score, bool) else math.nan
-            except (TypeError, ValueError):
-                score = math.nan
-            if not 0.0 <= score <= 1.0:  # NaN fails too
+            try:  # common.numbers: finite, in [0, 1]
+                score = number(score, field="score", kind="float", minimum=0, maximum=1)
+            except BodyError:
                 problems.append(f"score {brief(row.get('score'))} must be a number in [0, 1]")
         model = row.get("model", "")
         if not isinstance(model, str) or len(model) > 300:

@@ -7,10 +7,11 @@ on the campaign's (non-gold) questions, ordered by question id:
      "attribute": str | None (GEP attribute name, None for PST), "slot": str ("single"/"left"/"right"
      for PST, the attribute name for GEP), "setting": str, "prompt_key": str, "sample_index": int,
      "metadata": dict (the question's researcher metadata: gender/context or identity/position...),
-     "choices": list[str], "choice": str, "score": float | None}
+     "choices": list[str], "choice": str, "score": float | None, "raw": float | None, "model": str (provenance)}
 `score` is the labeller's probability / confidence for the question's FIRST choice ("Yes" for a GEP
 attribute question, "Feminine" for a PST person question), in [0, 1]; None where the labeller gives
-none.
+none. `raw` is the labeller's raw similarity where it stores one (GEP_C `extra.cos`, GEP_CC
+`extra.diff`: the GEP paper's scale), else None.
 
 `clipscore_rows(campaign, model=None)` -> [{"image", "setting", "prompt_key", "sample_index",
 "model", "score"}] (CLIPScore = 2.5 * max(cos, 0), Hessel et al. 2021).
@@ -42,18 +43,31 @@ def machine_label_arrays(campaign: Campaign, labeller: str) -> list[dict[str, An
     rows = (MachineLabel.objects.filter(campaign=campaign, labeller=labeller, question__is_gold=False)
             .order_by("question_id")
             .values_list("question_id", "question__image_id", "question__family", "question__slot",
-                         "question__setting", "question__metadata", "question__choices", "choice", "score"))
+                         "question__setting", "question__metadata", "question__choices", "choice", "score",
+                         "params", "model"))
     out = []
-    for qid, image_id, family, slot, setting, meta, choices, choice, score in rows:
+    for qid, image_id, family, slot, setting, meta, choices, choice, score, params, model in rows:
         meta = meta or {}
         out.append({
             "question": qid, "image": image_id, "family": family,
             "attribute": family.split(":", 1)[1] if family.startswith("attribute:") else None,
             "slot": slot, "setting": setting, "prompt_key": meta.get("prompt_key"),
             "sample_index": meta.get("sample_index"), "metadata": meta, "choices": list(choices or []),
-            "choice": choice, "score": score,
+            "choice": choice, "score": score, "raw": raw_similarity(params), "model": model,
         })
     return out
+
+
+def raw_similarity(params: Any) -> float | None:
+    """The labeller's raw similarity on the paper's scale, when it stores one: GEP_C's `cos`,
+    GEP_CC's `diff` (the `extra` of autolabel.labellers.clip)."""
+    if not isinstance(params, dict):
+        return None
+    for key in ("cos", "diff"):
+        value = params.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
 
 
 def machine_labellers(campaign: Campaign) -> list[str]:

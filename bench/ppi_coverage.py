@@ -16,7 +16,9 @@ Scenarios:
   "Cannot identify" left out), 800 images, 160 human-labelled, the machine calling feminine persons
   masculine 20% of the time and masculine ones feminine 5%;
 - ``gep_score``: the GEP score over 8 attributes (neutral: every image answers every attribute),
-  400 images per gender, 100 human-labelled per gender, prediction-powered bootstrap (``ppboot``).
+  400 images per gender, 100 human-labelled per gender, test inversion over prediction-powered signed
+  components (``hybrid_intervals.ppi_gep_score``; the percentile ``ppboot`` it replaced undercovered
+  near 0, issue 22). The sparse and near-zero cells are in bench/validity_cells/hybrid.py.
 
     .venv/bin/python bench/ppi_coverage.py                 # 400 runs per scenario (gep_score: 200)
     .venv/bin/python bench/ppi_coverage.py --runs 100 --json out.json
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from metrics.core import hybrid  # noqa: E402
+from metrics.core import hybrid, hybrid_intervals  # noqa: E402
 
 SENS, FPR = 0.90, 0.10
 
@@ -138,8 +140,15 @@ def run_gep_score(seed: int, n_images: int = 400, n_human: int = 100, n_boot: in
     y = np.vstack([yw[sw], ym[sm]])
     yh = np.vstack([yhw[sw], yhm[sm]])
     yu = np.vstack([yhw[~sw], yhm[~sm]])
-    return hybrid.ppi_statistic(gep_score_of, y, yh, yu, n_boot=n_boot, seed=seed), float(
+    return hybrid_intervals.ppi_gep_score(*(_cells(r) for r in (y, yh, yu)), a, n_boot=n_boot, seed=seed), float(
         np.mean(np.abs(GEP_W - GEP_M)))
+
+
+def _cells(rows: np.ndarray) -> np.ndarray:
+    """[present w, present m, is_woman, is_man] -> per-cell present sums, then per-cell counted sums."""
+    a = GEP_W.size
+    counted = np.hstack([np.repeat(rows[:, [2 * a]], a, axis=1), np.repeat(rows[:, [2 * a + 1]], a, axis=1)])
+    return np.hstack([rows[:, :2 * a], counted])
 
 
 SCENARIOS = {"frequency": run_frequency, "vector": run_vector, "sts": run_sts, "gep_score": run_gep_score}

@@ -15,6 +15,7 @@ from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.parsers import SPEC_PARSERS
 from common.permissions import IsResearcher
+from common.uploads import upload_read
 
 from . import presets
 from .registry import preview_providers
@@ -190,4 +191,4 @@ class CampaignReferencesApi(APIView):
         if upload is None:
             raise ApplicationError("Upload the references CSV as the multipart field `file`.",
                                    errors={"file": ["required"]})
-        return Response(campaign_references_upload(campaign=campaign, data=upload.read()))
+        return Response(campaign_references_upload(campaign=campaign, data=upload_read(upload, field="file", kind="references")))

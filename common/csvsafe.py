@@ -5,7 +5,9 @@ return could be read as a formula by Excel, LibreOffice or Google Sheets (`=HYPE
 `@SUM(...)`, `-2+3`); such a cell gets a leading single quote, which spreadsheets show as text and
 drop from the value. Only text is touched: numbers stay numbers (a negative STS of -11.11 written
 from a float is still -11.11), and the JSON exports stay exact (they are never passed through here).
-A reader that wants the stored text back removes one leading `'` from a text cell that starts with
+Besides that prefix rule every text cell is quoted (`csv.QUOTE_NONNUMERIC`; answers.csv's fast path
+quotes its text fields itself): a cell such as `a;=1+1;b` is one quoted text in a spreadsheet that
+splits on semicolons, never a formula after a separator. A reader that wants the stored text back removes one leading `'` from a text cell that starts with
 `'` followed by one of those characters (`csv_cell_restore`).
 
 Every CSV the product writes goes through `csv_writer`, `csv_dict_writer`, `csv_cell` (for
@@ -35,8 +37,12 @@ def csv_cell_restore(value: str) -> str:
     return value
 
 
+QUOTING = csv.QUOTE_NONNUMERIC
+
+
 class _SafeWriter:
     def __init__(self, out: TextIO, **kwargs: Any):
+        kwargs.setdefault("quoting", QUOTING)
         self._writer = csv.writer(out, **kwargs)
 
     def writerow(self, row: Iterable[Any]) -> Any:
@@ -49,6 +55,7 @@ class _SafeWriter:
 
 class _SafeDictWriter:
     def __init__(self, out: TextIO, fieldnames: Iterable[str], **kwargs: Any):
+        kwargs.setdefault("quoting", QUOTING)
         self._writer = csv.DictWriter(out, fieldnames=list(fieldnames), **kwargs)
 
     def writeheader(self) -> Any:
@@ -80,4 +87,5 @@ def csv_frame(frame: Any, **kwargs: Any) -> str:
     for column in safe.columns:
         if not is_numeric_dtype(safe[column]) and not is_bool_dtype(safe[column]):  # object or str dtype
             safe[column] = safe[column].map(csv_cell)
+    kwargs.setdefault("quoting", QUOTING)
     return safe.to_csv(**kwargs)

@@ -151,24 +151,42 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def json_loads(text: str | bytes) -> Any:
-    """JSON with the rules above (depth, text, finite numbers); raises BodyError."""
+def json_loads(text: str | bytes, *, max_bytes: int | None = None, field: str = "body") -> Any:
+    """JSON with the rules above (depth, text, finite numbers) and, with `max_bytes`, a size bound;
+    raises BodyError naming `field`. The one JSON parser for anything that comes from outside (a
+    source check, tests/security/test_parser_guards.py, fails on any other json.load(s))."""
+    if max_bytes is not None and len(text) > max_bytes:
+        raise BodyError(f"{field}: the JSON is larger than {max_bytes} bytes.", errors={field: ["too large"]},
+                        status_code=413 if field == "body" else 400)
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BodySyntaxError(f"The body is not UTF-8 (byte {exc.start}).", errors={"body": ["not UTF-8"]}) from None
+            where = "The body is" if field == "body" else f"{field} is"
+            raise BodySyntaxError(f"{where} not UTF-8 (byte {exc.start}).", errors={field: ["not UTF-8"]}) from None
     try:
         data = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         limit = max_depth()
-        raise BodyError(f"The body is nested more than {limit} levels deep.",
-                        errors={"body": [f"nested more than {limit} levels deep"]}) from None
+        where = "The body is" if field == "body" else f"{field} is"
+        raise BodyError(f"{where} nested more than {limit} levels deep.",
+                        errors={field: [f"nested more than {limit} levels deep"]}) from None
     except ValueError as exc:
-        raise BodySyntaxError(f"JSON parse error: {brief(str(exc))[1:-1]}",
-                              errors={"body": ["not valid JSON"]}) from None
-    check_tree(data)
+        message = "JSON parse error" if field == "body" else f"{field}: not valid JSON"
+        raise BodySyntaxError(f"{message}: {brief(str(exc))[1:-1]}",
+                              errors={field: ["not valid JSON"]}) from None
+    check_tree(data, prefix=() if field == "body" else (field,))
     return data
+
+
+def json_lines(lines: Iterable[str | bytes], *, field: str = "rows", max_line_bytes: int = 1024 * 1024,
+               start: int = 1) -> Iterable[tuple[int, Any]]:
+    """(line number, value) for each non-blank line of a JSON Lines text, each line through
+    `json_loads` (bounded depth, size, clean text); a bad line is a BodyError naming `field.<line>`."""
+    for number, raw in enumerate(lines, start=start):
+        if not raw.strip():
+            continue
+        yield number, json_loads(raw, max_bytes=max_line_bytes, field=f"{field}.{number}")
 
 
 # -- YAML ----------------------------------------------------------------------------------------

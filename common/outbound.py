@@ -25,7 +25,6 @@ never contain a response body.
 from __future__ import annotations
 
 import ipaddress
-import json as jsonlib
 import socket
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -225,7 +224,14 @@ class OutboundResponse:
         return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        return jsonlib.loads(self.content)
+        """The body through the bounded JSON parser (common.inputs: depth, NUL, lone surrogates, finite
+        numbers); a hostile server's reply is a ValueError, like any unreadable JSON."""
+        from .inputs import BodyError, json_loads
+
+        try:
+            return json_loads(self.content)
+        except BodyError as exc:
+            raise ValueError(exc.message) from None
 
 
 def _strip_secrets(headers: Mapping[str, str]) -> dict[str, str]:

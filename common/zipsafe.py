@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -47,6 +48,9 @@ def _damage_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+RATIO_FLOOR = 1024 * 1024  # members smaller than this are never refused for their compression ratio
+
+
 class SafeZip:
     """A zip from outside. `source`: bytes, a path, or a binary file object."""
 
@@ -79,12 +83,24 @@ class SafeZip:
         """The uncompressed size the member's header announces (reads never go past the caller's limit)."""
         return self.members[name].file_size
 
-    def problems(self, *, max_total: int | None = None) -> list[str]:
+    def problems(self, *, max_total: int | None = None, max_member: int | None = None,
+                 max_ratio: float | None = None) -> list[str]:
+        """Unsafe paths; with the limits, an uncompressed total or a member over its limit, and a member
+        whose header announces more than `max_ratio` times its compressed size (a zip bomb: deflate
+        reaches ~1000:1 on repeated bytes; real JSON Lines and images stay far below 100:1). Reads
+        never go past these limits whatever a header claims (`read`, `lines`)."""
         out = [f"member {brief(name)} has an unsafe path (absolute or with '..')"
                for name in self.members if not path_is_safe(name)]
         total = sum(info.file_size for info in self.members.values())
         if max_total is not None and total > max_total:
             out.append(f"uncompressed size {total} bytes is over the limit of {max_total}")
+        for name, info in self.members.items():
+            if max_member is not None and info.file_size > max_member:
+                out.append(f"member {brief(name)} is larger than {max_member} bytes uncompressed")
+            elif max_ratio is not None and info.file_size > RATIO_FLOOR and \
+                    info.file_size > max_ratio * max(info.compress_size, 1):
+                out.append(f"member {brief(name)} expands {info.file_size // max(info.compress_size, 1)} times "
+                           f"(over {max_ratio:g}): a zip bomb?")
         return out
 
     def _error(self, name: str, what: str) -> ZipMemberError:
@@ -113,3 +129,34 @@ class SafeZip:
         except _damage_errors() as exc:
             raise self._error(name, f"is damaged ({brief(str(exc), 120)[1:-1]})") from None
         return data
+
+    def lines(self, name: str, *, limit: int, max_line: int) -> Iterator[bytes]:
+        """The member's lines, streamed (never the whole member in memory): at most `limit` bytes in
+        all and `max_line` per line, checked to the end (CRC). Problems are ZipMemberErrors."""
+        info = self.members.get(name)
+        if info is None:
+            raise self._error(name, "is missing")
+        if info.file_size > limit:
+            raise self._error(name, f"is larger than {limit} bytes")
+        total = 0
+        try:
+            with self.zip.open(info) as handle:
+                while True:
+                    line = handle.readline(max_line + 1)
+                    if not line:
+                        break
+                    total += len(line)
+                    if total > limit:
+                        raise self._error(name, f"is larger than {limit} bytes")
+                    if len(line) > max_line and not line.endswith(b"\n"):
+                        raise self._error(name, f"has a line longer than {max_line} bytes")
+                    yield line
+        except ZipMemberError:
+            raise
+        except RuntimeError as exc:
+            raise self._error(name, "is encrypted: upload an unencrypted zip" if "encrypt" in str(exc)
+                              else f"cannot be read ({brief(str(exc), 120)[1:-1]})") from None
+        except NotImplementedError as exc:
+            raise self._error(name, f"uses an unsupported compression ({brief(str(exc), 80)[1:-1]})") from None
+        except _damage_errors() as exc:
+            raise self._error(name, f"is damaged ({brief(str(exc), 120)[1:-1]})") from None

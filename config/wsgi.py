@@ -1,6 +1,9 @@
+"""WSGI entry point (gunicorn). Defaults to the production settings: a server started without
+DJANGO_SETTINGS_MODULE must not come up with DEBUG-friendly defaults (docs/deployment.md). The demo
+(`make run`) and the tests name their settings explicitly."""
 import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 application = get_wsgi_application()

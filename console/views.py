@@ -23,6 +23,8 @@ from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
 from common.errors import ApplicationError
+from common.numbers import number
+from common.uploads import upload_read
 from generation import services as generation_services
 from generation.selectors import image_list
 from metrics.compare.options import ALL_SETTINGS, CompareOptions
@@ -75,10 +77,7 @@ def campaign_new_view(request: HttpRequest) -> HttpResponse:
         upload = request.FILES.get("spec_file")
         try:
             if upload is not None:
-                if upload.size > 1_000_000:
-                    raise ApplicationError("The spec file is too large (1 MB at most).",
-                                           errors={"spec_file": ["too large"]})
-                raw_bytes = upload.read()
+                raw_bytes = upload_read(upload, field="spec_file", kind="spec")
                 spec_text = raw_bytes.decode("utf-8", errors="replace")
                 spec = spec_load_text(raw_bytes, filename=upload.name or "")
             else:
@@ -218,11 +217,10 @@ def labels_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @researcher_required
 def annotator_monitor_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = owned_campaign(request, campaign_id)
-    try:
-        max_share = float(request.GET.get("max_share", "0.67"))
-    except ValueError:
+    try:  # common.numbers: finite, in [0, 1]
+        max_share = number(request.GET.get("max_share", "0.67"), field="max_share", kind="float", minimum=0, maximum=1)
+    except ApplicationError:
         max_share = 0.67
-    max_share = min(1.0, max(0.0, max_share))
     rows = selectors.annotator_monitor(campaign=campaign,
                                        rows=annotation_selectors.annotator_table(campaign=campaign))
     quals = annotation_selectors.qualification_list(campaign=campaign, researcher=True, annotator=None)
@@ -317,7 +315,7 @@ def _ids(values: list[str]) -> list[int]:
     ids: list[int] = []
     for value in values:
         for part in value.split(","):
-            if part.strip().isdigit():
+            if part.strip().isdigit() and len(part.strip()) <= 18:  # an id, never 5,000 digits
                 ids.append(int(part))
     return list(dict.fromkeys(ids))
 

@@ -2,8 +2,6 @@
 an MTurk batch-results CSV. Views parse, call one service, and render."""
 from __future__ import annotations
 
-import json
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -16,7 +14,10 @@ from annotation.apis import QualificationAttemptApi
 from campaigns.selectors import campaign_get
 from common.edge import body_parse
 from common.errors import ApplicationError
+from common.inputs import json_loads
+from common.numbers import number
 from common.permissions import IsResearcher
+from common.uploads import upload_read
 
 from . import services
 from .mturk_batch import mturk_batch_import
@@ -59,13 +60,14 @@ class MTurkQualificationAttemptApi(QualificationAttemptApi):
     attempt_service = staticmethod(services.mturk_qualification_attempt)
 
 
+MAPPING_MAX_BYTES = 64 * 1024
+
+
 def _campaign_ids(raw: list[str]) -> list[int]:
     ids: list[int] = []
     for value in raw:
         for part in str(value).replace(",", " ").split():
-            if not part.isdigit():
-                raise ApplicationError("campaigns: campaign ids, comma-separated.", errors={"campaigns": [part]})
-            ids.append(int(part))
+            ids.append(number(part, field="campaigns", kind="int", minimum=1, maximum=2**63 - 1))
     return ids
 
 
@@ -82,17 +84,14 @@ class MTurkBatchImportApi(APIView):
         if upload is None:
             raise ApplicationError("Upload the batch CSV as the multipart field `file`.", errors={"file": ["required"]})
         mapping = request.data.get("mapping") or None
-        if isinstance(mapping, str):
-            try:
-                mapping = json.loads(mapping)
-            except ValueError as exc:
-                raise ApplicationError("mapping is not valid JSON.", errors={"mapping": [str(exc)]}) from exc
+        if isinstance(mapping, str):  # common.inputs: the bounded JSON parser (depth, size, clean text)
+            mapping = json_loads(mapping, max_bytes=MAPPING_MAX_BYTES, field="mapping")
         if mapping is not None and not isinstance(mapping, dict):
             raise ApplicationError("mapping must be a JSON object.", errors={"mapping": ["must be an object"]})
         extra = _campaign_ids(request.data.getlist("campaigns") if hasattr(request.data, "getlist")
                               else [request.data.get("campaigns") or ""])
         campaigns = [campaign] + [campaign_get(user=request.user, campaign_id=cid) for cid in extra
                                   if cid != campaign.pk]
-        result = mturk_batch_import(campaigns=campaigns, data=upload.read(), mapping=mapping,
+        result = mturk_batch_import(campaigns=campaigns, data=upload_read(upload, field="file", kind="csv"), mapping=mapping,
                                     dry_run=str(request.data.get("dry_run", "")).lower() in ("1", "true", "yes"))
         return Response({"campaigns": [c.pk for c in campaigns], **result.as_dict()})

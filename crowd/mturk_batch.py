@@ -34,12 +34,17 @@ from campaigns.models import Campaign
 from common import fastpath
 from common.accounts import EXTERNAL_ID_RULE, external_id_valid, username_taken
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
+from common.templates import template_fill, template_problem
 from generation.models import Image
 
 from .models import MTurkAssignmentRecord
 
 REQUIRED_COLUMNS = ("HITId", "WorkerId", "AssignmentId", "AssignmentStatus")
 MAX_ERRORS_REPORTED = 200
+MAX_WORK_SECONDS = 365 * 24 * 3600  # MTurk's longest assignment duration
+MAX_REWARD_USD = 10_000  # per assignment (the stored amount has 8 digits, 2 decimals)
 
 GEP_PAPER_MAPPING: dict[str, Any] = {
     "slots": 10,
@@ -85,10 +90,13 @@ def _mapping(raw: Mapping[str, Any] | None, campaign: Campaign) -> dict[str, Any
     out = {**(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING), **raw}
     if not isinstance(out.get("slots"), int) or not 1 <= out["slots"] <= 100:
         errors["mapping.slots"] = ["must be an integer between 1 and 100"]
-    if not isinstance(out.get("image_url"), str):
+    # common.templates: column names with {k} only, no format spec ({k:>100000000}), at most 200 characters.
+    if not isinstance(out.get("image_url"), str) or len(out["image_url"]) > 200 or \
+            template_problem(out["image_url"], ("k",)):
         errors["mapping.image_url"] = ["must be a column name (with {k} for several images per HIT)"]
-    if not isinstance(out.get("choices"), Mapping) or not out["choices"]:
-        errors["mapping.choices"] = ["must map each choice to its Answer.* column"]
+    if not isinstance(out.get("choices"), Mapping) or not out["choices"] or len(out["choices"]) > 20 or any(
+            not isinstance(c, str) or len(c) > 200 or template_problem(c, ("k",)) for c in out["choices"].values()):
+        errors["mapping.choices"] = ["must map each choice to its Answer.* column (with {k} for several images)"]
     question = out.get("question")
     if not isinstance(question, Mapping) or not ({"slot"} <= set(question) or {"column", "by"} <= set(question)):
         errors["mapping.question"] = ['must be {"slot": "..."} or {"column": "Input.x", "by": "attribute_phrase|slot"}']
@@ -151,8 +159,8 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     campaign = campaigns[0]
     cfg = _mapping(mapping, campaign)
     slots = cfg["slots"]
-    image_cols = [cfg["image_url"].format(k=k) for k in range(slots)]
-    choice_cols = {choice: [col.format(k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
+    image_cols = [template_fill(cfg["image_url"], k=k) for k in range(slots)]
+    choice_cols = {choice: [template_fill(col, k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
     used = {*image_cols, *(c for cols in choice_cols.values() for c in cols), "WorkTimeInSeconds", "Reward"}
     if isinstance(cfg["question"], Mapping) and "column" in cfg["question"]:
         used.add(cfg["question"]["column"])
@@ -248,13 +256,16 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
                 continue
             answered[(worker, qid)] = index
             answers.append((qid, chosen[0], cid))
-        try:
-            seconds = int(float(row.get("WorkTimeInSeconds") or 0))
-        except ValueError:
-            bad(f"WorkTimeInSeconds: not a number: {row.get('WorkTimeInSeconds')!r}")
+        try:  # common.numbers: finite, bounded, a problem naming the column
+            seconds = int(number(row.get("WorkTimeInSeconds") or 0, field="WorkTimeInSeconds", kind="float",
+                                 minimum=0, maximum=MAX_WORK_SECONDS))
+            reward = number(row.get("Reward") or 0, field="Reward", kind="decimal", minimum=0,
+                            maximum=MAX_REWARD_USD, places=2, currency=True)
+        except BodyError as exc:
+            bad(exc.message)
             continue
         planned.append({"assignment": assignment_id, "hit": hit, "worker": worker, "status": status,
-                        "seconds": seconds, "answers": answers, "reward": row.get("Reward", "")})
+                        "seconds": seconds, "answers": answers, "reward": reward})
     if errors:
         shown = dict(list(errors.items())[:MAX_ERRORS_REPORTED])
         first_where, first_msgs = next(iter(errors.items()))
@@ -267,13 +278,6 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     if not dry_run:
         _write(planned)
     return result
-
-
-def _reward(raw: str) -> Decimal:
-    try:
-        return Decimal(raw.replace("$", "").strip() or "0")
-    except ArithmeticError:
-        return Decimal("0")
 
 
 def _insert_rows(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]], *, batch_size: int = 5000) -> None:
@@ -333,14 +337,14 @@ def _write(planned: list[dict[str, Any]]) -> None:
                                   "external_hit_id"],
                      ((pk, cid, existing[planned[i]["worker"]], Assignment.Status.SUBMITTED.value, now, now, now, "",
                        review.get(planned[i]["status"], Assignment.Review.PENDING).value, "",
-                       _reward(planned[i]["reward"]), Decimal("0"), planned[i]["hit"])
+                       planned[i]["reward"], Decimal("0"), planned[i]["hit"])
                       for pk, (i, cid) in zip(ids, keys, strict=True)))
     else:
         ids = [a.pk for a in Assignment.objects.bulk_create([
             Assignment(campaign_id=cid, annotator_id=existing[planned[i]["worker"]], status=Assignment.Status.SUBMITTED,
                        expires_at=now, submitted_at=now,
                        review=review.get(planned[i]["status"], Assignment.Review.PENDING),
-                       external_hit_id=planned[i]["hit"], reward=_reward(planned[i]["reward"]))
+                       external_hit_id=planned[i]["hit"], reward=planned[i]["reward"])
             for i, cid in keys
         ], batch_size=2000)]
     _insert_rows(MTurkAssignmentRecord, ["campaign_id", "assignment_id", "mturk_assignment_id", "mturk_hit_id",

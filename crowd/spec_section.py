@@ -13,10 +13,11 @@ The papers' workers were in the US or the UK and were paid $0.10 per image (PST)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from campaigns.spec import Problems, is_missing
+from common.inputs import BodyError
+from common.numbers import amount_text
 
 MTURK_DEFAULTS: dict[str, Any] = {
     "title": None, "description": None, "keywords": "image, labeling, research", "reward": "0.10",
@@ -26,6 +27,7 @@ MTURK_DEFAULTS: dict[str, Any] = {
 PROLIFIC_DEFAULTS: dict[str, Any] = {
     "completion_code": None, "completion_url": None, "screen_out_code": None, "hits_per_participant": 1,
 }
+MAX_REWARD_USD = 1000  # per HIT; the stored amount has 8 digits, 2 decimals
 _INTS = {"assignment_duration_s": (30, 365 * 24 * 3600), "lifetime_s": (30, 365 * 24 * 3600),
          "auto_approval_delay_s": (0, 30 * 24 * 3600), "min_approval_rate": (0, 100),
          "hits_per_participant": (1, 10000)}
@@ -48,13 +50,12 @@ def _block(raw: Any, defaults: Mapping[str, Any], path: str, p: Problems) -> dic
                 p.add(f"{path}.{key}", f"must be an integer between {lo} and {hi}")
                 continue
         elif key == "reward":
-            try:
-                if Decimal(str(value)) < 0:
-                    raise InvalidOperation
-            except InvalidOperation:
-                p.add(f"{path}.{key}", "must be a non-negative amount such as \"0.10\"")
+            try:  # common.numbers: short text, finite, range checked before anything formats it
+                value = amount_text(value, field=f"{path}.{key}", maximum=MAX_REWARD_USD)
+            except BodyError as exc:
+                p.add(f"{path}.{key}", f"must be a non-negative amount such as \"0.10\", at most {MAX_REWARD_USD} "
+                                       f"({exc.errors[f'{path}.{key}'][0]})")
                 continue
-            value = f"{Decimal(str(value)):.2f}"
         elif key == "locales":
             if not isinstance(value, list) or not all(isinstance(c, str) and len(c) == 2 for c in value):
                 p.add(f"{path}.{key}", "must be a list of two-letter country codes")

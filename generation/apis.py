@@ -13,6 +13,7 @@ from campaigns.selectors import campaign_get, campaign_progress
 from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher
+from common.uploads import upload_check, upload_read
 
 from .importer import UploadedFilesSource, ZipSource, images_import
 from .models import Image
@@ -158,8 +159,8 @@ class ImageImportApi(APIView):
         uploads = request.FILES.getlist("files")
         if archive is not None and uploads:
             raise ApplicationError("Send either an archive or files, not both.", errors={"archive": ["Send one."]})
-        source: Any = ZipSource(archive) if archive is not None else UploadedFilesSource(uploads) if uploads else None
-        result = images_import(campaign=campaign, manifest_name=manifest.name or "manifest", manifest=manifest.read(),
+        source: Any = ZipSource(upload_check(archive, field="archive", kind="archive")) if archive is not None else UploadedFilesSource(uploads) if uploads else None
+        result = images_import(campaign=campaign, manifest_name=manifest.name or "manifest", manifest=upload_read(manifest, field="manifest", kind="csv"),
                                files=source)
         campaign.refresh_from_db()
         return Response({**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)},

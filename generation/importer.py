@@ -23,7 +23,8 @@ from PIL import Image as PILImage
 
 from campaigns.models import Campaign, Prompt
 from common.errors import ApplicationError, ConflictError
-from common.inputs import brief
+from common.inputs import BodyError, brief
+from common.numbers import number
 from common.outbound import OutboundBlocked, check_url
 from common.uploads import upload_rows
 from common.zipsafe import SafeZip, ZipMemberError, path_is_safe
@@ -65,7 +66,8 @@ class ZipSource:
         self.members = self.zip.members
 
     def problems(self) -> list[str]:
-        return self.zip.problems(max_total=settings.IMPORT_MAX_ARCHIVE_BYTES)
+        # A member over IMPORT_MAX_FILE_BYTES is named by its manifest row (reads stop at the limit).
+        return self.zip.problems(max_total=settings.IMPORT_MAX_ARCHIVE_BYTES, max_ratio=100)
 
     def exists(self, name: str) -> bool:
         return self.zip.exists(name)
@@ -223,9 +225,10 @@ def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: 
         else:
             problems.append("prompt_key or prompt is required")
         sample: int | None = None
-        try:
-            sample = int(str(raw.get("sample_index", "")).strip())
-        except ValueError:
+        try:  # common.numbers: short text, a whole number
+            sample = number(raw.get("sample_index", ""), field="sample_index", kind="int", minimum=-(2**31),
+                            maximum=2**31 - 1)
+        except BodyError:
             problems.append(f"sample_index must be an integer, got {brief(raw.get('sample_index'))}")
         if prompt is not None and sample is not None and not 0 <= sample < prompt.samples:
             problems.append(f"sample_index {sample} is out of range for {brief(prompt.key)} (0 to {prompt.samples - 1})")

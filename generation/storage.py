@@ -60,17 +60,18 @@ def storage_key_problem(key: Any) -> str | None:
 
 
 def png_normalize(data: bytes) -> tuple[bytes, int, int]:
-    """Re-encode any decodable image as PNG without metadata (EXIF or PNG text chunks may name the
-    model or prompt). PNG bytes are returned unchanged: they are stored as they came."""
+    """Re-encode every image from its pixels as a PNG with nothing else: no EXIF, no text chunks
+    (which may name the model or prompt, or carry HTML), no ICC profile, no bytes after the image's
+    end (a PNG followed by a zip or an HTML page). PNGs too: every upload, generated image, import
+    and example goes through here (image_store)."""
     with Image.open(io.BytesIO(data)) as image:
-        if image.format == "PNG" and not image.info.get("parameters") and not getattr(image, "text", None):
-            return data, image.width, image.height
         image.load()
         if image.mode not in ("RGB", "RGBA", "L", "LA"):
             image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
-        out = io.BytesIO()
-        image.save(out, format="PNG")
-        return out.getvalue(), image.width, image.height
+        clean = Image.frombytes(image.mode, image.size, image.tobytes())  # pixels only: an empty `info`
+    out = io.BytesIO()
+    clean.save(out, format="PNG")
+    return out.getvalue(), clean.width, clean.height
 
 
 def web_derivative(data: bytes) -> bytes:

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import FileResponse, HttpResponse
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpResponse, JsonResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import renderers, status
 from rest_framework.request import Request
@@ -18,8 +19,8 @@ from .compare.options import CompareOptions
 from .compare.services import compare_get
 from .compare.sources import compare_source_options
 from .options import ReportOptions
-from .package.dataset import dataset_tempfile
 from .package.exports import report_csv_zip, report_html
+from .package.services import package_get, package_progress
 from .render.compare import compare_csv_zip, compare_html
 from .snapshots.report import report_get
 
@@ -127,14 +128,18 @@ class ZipRenderer(_Passthrough):
 
 class CampaignDatasetApi(APIView):
     """The campaign's replication package: a zip of answer-level Parquet tables (anonymised annotators),
-    the spec, the report and a dataset card (metrics/package/dataset.py). Owner only; streamed from a
-    temporary file."""
+    the spec, the report, a manifest and a dataset card (metrics/package/). Owner
+    only. Built by a worker with progress (202 `{"status": "building", "progress", "build"}` until it
+    is ready; small campaigns in the request), then streamed from storage."""
 
     permission_classes = [IsResearcher]
     renderer_classes = [ZipRenderer, renderers.JSONRenderer]
 
-    @extend_schema(responses={(200, "application/zip"): bytes})
+    @extend_schema(responses={(200, "application/zip"): bytes, (202, "application/json"): dict})
     def get(self, request: Request, campaign_id: int) -> Any:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
-        return FileResponse(dataset_tempfile(campaign=campaign), as_attachment=True,
+        state, build = package_get(campaign=campaign)
+        if state != "ready":
+            return JsonResponse(package_progress(build), status=status.HTTP_202_ACCEPTED)
+        return FileResponse(default_storage.open(build.file, "rb"), as_attachment=True,
                             filename=f"campaign-{campaign.pk}-dataset.zip", content_type="application/zip")

@@ -1,6 +1,7 @@
 from celery import shared_task
 
 from .compare.build import compare_build_snapshot
+from .package.services import package_build_run
 from .snapshots.report import report_build_snapshot
 
 
@@ -15,3 +16,9 @@ def compare_build_task(snapshot_id: int, campaign_ids: list[int], report_options
     """A comparison too large for a request (COMPARE_INLINE_MAX_WORK); default queue."""
     compare_build_snapshot(snapshot_id=snapshot_id, campaign_ids=campaign_ids, report_options=report_options,
                            compare_options=compare_options)
+
+
+@shared_task(name="metrics.package_build", acks_late=True, ignore_result=True)
+def package_build_task(build_id: int) -> None:
+    """The replication package (metrics/package/services.py); default queue."""
+    package_build_run(build_id=build_id)

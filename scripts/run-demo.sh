@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
-export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.base}
+# The demo chooses its settings explicitly (config/wsgi.py and config/celery.py default to production;
+# manage.py to base): DEMO_SETTINGS_MODULE may name another module, an inherited DJANGO_SETTINGS_MODULE
+# is not used.
+export DJANGO_SETTINGS_MODULE=${DEMO_SETTINGS_MODULE:-config.settings.base}
 
 $BIN/python manage.py migrate --noinput -v0
 $BIN/python manage.py collectstatic --noinput -v0

@@ -14,6 +14,7 @@ from campaigns.registry import question_gates
 from campaigns.services import campaign_status_set
 from campaigns.spec import derive_seed
 from common.errors import ApplicationError, ConflictError
+from common.templates import template_fill
 from generation.models import Image
 
 from ..models import AggregatedLabel, Question
@@ -49,7 +50,7 @@ def _questions_for_image(campaign: Campaign, image: Image, cfg: Mapping[str, Any
             template = cfg["questions"].get(slot, cfg["questions"]["single"])
             out.append(Question(
                 campaign=campaign, image=image, slot=slot, family=PERSON_FAMILY, setting=prompt.setting,
-                text=template.format(identity=person["identity"], phrase=""), choices=list(PERSON_CHOICES),
+                text=template_fill(template, identity=person["identity"], phrase=""), choices=list(PERSON_CHOICES),
                 metadata={**base, **_person_metadata(person)}, required=initial_required(cfg["redundancy"]), order_key=order_key))
         return out
     meta = prompt.metadata
@@ -57,7 +58,7 @@ def _questions_for_image(campaign: Campaign, image: Image, cfg: Mapping[str, Any
     for name in names:
         out.append(Question(
             campaign=campaign, image=image, slot=name, family=f"attribute:{name}", setting=prompt.setting,
-            text=cfg["questions"]["attribute"].format(phrase=phrases.get(name, name), identity=""),
+            text=template_fill(cfg["questions"]["attribute"], phrase=phrases.get(name, name), identity=""),
             choices=list(ATTRIBUTE_CHOICES),
             metadata={**base, "gender": meta.get("gender"), "attribute": name, "context": meta.get("context")},
             required=initial_required(cfg["redundancy"]),

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from campaigns.models import Campaign
 from common.errors import ApplicationError, ConflictError
+from common.templates import template_fill
 from generation.models import Image
 
 from ..models import Annotator, Qualification, QualificationAddressUse, QualificationAttempt, QualificationItem
@@ -62,7 +63,7 @@ def qualification_create(*, campaign: Campaign, name: str, family: str, items: l
             errors[f"{path}.image"] = [f"no image {item.get('image')!r} in this campaign"]
         if family.startswith("attribute:"):
             attr = family.split(":", 1)[1]
-            default_text = cfg["questions"]["attribute"].format(phrase=phrases.get(attr, attr), identity="")
+            default_text = template_fill(cfg["questions"]["attribute"], phrase=phrases.get(attr, attr), identity="")
             default_choices = list(ATTRIBUTE_CHOICES)
         else:
             default_text = "Does the person in the image demonstrate feminine or masculine traits?"

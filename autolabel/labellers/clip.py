@@ -9,10 +9,15 @@
   score = (1 + d) / 2 clipped to [0, 1]; `extra.diff` keeps d.
 - `clip_cls` (GEP_CLS, eq. 6-7): per attribute an ensemble of `ensemble` (10) logistic-regression
   classifiers trained on CLIP text embeddings of "[g] [a] [c]" (positive) vs "[g] [c]" (negative),
-  g in `genders` ({A woman, A man, A person}), c in the campaign's contexts; SGD as in the paper's
-  experiment details (log loss, learning rate 1e-3, max_iter 5000, 10% validation, early stopping
-  after 5 iterations), classifier i seeded with seed + i. score = the ensemble's mean probability,
-  choice "Yes" when score >= `threshold` (0.5).
+  g in `genders` ({A woman, A man, A person}), c in the campaign's contexts; SGD with the paper's
+  log loss, learning rate 1e-3 and max_iter 5000, trained to convergence on every sentence (issue 22:
+  early stopping on a 10% validation split of ~10 sentences stopped after ~6 epochs with
+  probabilities stuck near 0.5), classifier i seeded with seed + i. score = the ensemble's mean
+  probability; each label records the members' `n_iter_`, the training accuracy and the labels'
+  provenance (constructed sentences, not human labels). choice "Yes" when score >= `threshold`
+  (0.5): the decision rule of a classifier trained on balanced text sentences, NOT calibrated on
+  images (`decision` in the label's params says so); the threshold-free figures (ROC-AUC, the
+  score-based GEP vector) are the paper's.
 - `clip_gender`: zero-shot perceived gender; softmax over the texts of `prompts` ("a photo of a
   woman" / "a photo of a man") at CLIP's logit scale; the label is the likelier one when its
   probability >= `threshold` (0.9), else "Cannot identify" (bias-amplification paper 2.2). On a
@@ -134,19 +139,38 @@ def cls_sentences(genders: list[str], phrase: str, contexts: list[str]) -> tuple
     return texts, y
 
 
+CLS_PROVENANCE = "constructed sentences: '[g] [a] [c].' positive, '[g] [c].' negative (no human label)"
+CLS_DECISION = ("Yes when the ensemble's mean probability >= threshold; the probability comes from text-trained "
+                "classifiers and is not calibrated on images")
+
+
 def cls_train(x: np.ndarray, y: np.ndarray, *, seed: int, members: int = 10) -> list[Any]:
-    """The ensemble of GEP_CLS: `members` SGD logistic regressions (the paper's settings), member i
-    seeded with seed + i. Deterministic for a seed."""
+    """The ensemble of GEP_CLS: `members` SGD logistic regressions (log loss, constant learning rate
+    1e-3, at most 5000 epochs, the paper's settings) trained to convergence on every sentence: no
+    early stopping on a validation split (10% of the paper's ~96 sentences, or of a campaign's ~12,
+    is too few to mean anything): every member runs the paper's 5000 epochs (`tol=None`: on separable
+    sentences the loss keeps falling, so a loss tolerance stops too early with ~12 sentences, where
+    each epoch is only 12 updates), L2 penalty 1e-6. Member i seeded with seed + i. Deterministic
+    for a seed."""
     from sklearn.linear_model import SGDClassifier
 
     out = []
     for i in range(members):
         clf = SGDClassifier(loss="log_loss", learning_rate="constant", eta0=1e-3, max_iter=5000,
-                            early_stopping=True, validation_fraction=0.1, n_iter_no_change=5,
-                            random_state=seed + i, tol=1e-4)
+                            early_stopping=False, tol=None, alpha=1e-6,
+                            random_state=seed + i)
         clf.fit(x, y)
         out.append(clf)
     return out
+
+
+def cls_training_record(ensemble: list[Any], x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """What a label records of its classifiers: each member's `n_iter_`, the ensemble's accuracy on
+    its training sentences (at 0.5) and the training labels' provenance."""
+    p = cls_predict(ensemble, x)
+    return {"train_n_iter": [int(clf.n_iter_) for clf in ensemble],
+            "train_accuracy": float(((p >= 0.5) == (np.asarray(y) == 1)).mean()),
+            "train_sentences": int(len(y)), "train_labels": CLS_PROVENANCE}
 
 
 def cls_predict(ensemble: list[Any], x: np.ndarray) -> np.ndarray:
@@ -156,10 +180,11 @@ def cls_predict(ensemble: list[Any], x: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=64)
 def _ensemble(name: str, revision: str, phrase: str, genders: tuple[str, ...], contexts: tuple[str, ...],
-              seed: int, members: int) -> list[Any]:
+              seed: int, members: int) -> tuple[list[Any], dict[str, Any]]:
     texts, y = cls_sentences(list(genders), phrase, list(contexts))
     x = _text_vectors(name, revision, tuple(texts))
-    return cls_train(x, np.asarray(y), seed=seed, members=members)
+    ens = cls_train(x, np.asarray(y), seed=seed, members=members)
+    return ens, cls_training_record(ens, x, np.asarray(y))
 
 
 def _contexts(ctx: LabelContext) -> list[str]:
@@ -178,10 +203,11 @@ def clip_cls_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResu
         if q.pk in errors:
             out.append(LabelResult(q.pk, error=errors[q.pk]))
             continue
-        ens = _ensemble(loaded.name, loaded.revision, _phrase(ctx, q), tuple(cfg["genders"]), tuple(contexts),
-                        seed, int(cfg["ensemble"]))
+        ens, record = _ensemble(loaded.name, loaded.revision, _phrase(ctx, q), tuple(cfg["genders"]),
+                                tuple(contexts), seed, int(cfg["ensemble"]))
         p = float(cls_predict(ens, vectors[q.pk][None, :])[0])
-        out.append(LabelResult(q.pk, YES if p >= cfg["threshold"] else NO, min(1.0, max(0.0, p))))
+        out.append(LabelResult(q.pk, YES if p >= cfg["threshold"] else NO, min(1.0, max(0.0, p)),
+                               extra={**record, "decision": CLS_DECISION}))
     return out
 
 

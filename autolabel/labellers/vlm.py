@@ -15,6 +15,7 @@ from django.core.files.storage import default_storage
 
 from annotation.models import Question
 from common.outbound import OutboundError, fetch
+from common.templates import template_fill
 
 from .answers import answer_to_choice
 from .base import LabelContext, Labeller, LabelResult, register
@@ -64,7 +65,7 @@ def vlm_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResult]:
         try:
             with default_storage.open(q.image.file) as handle:
                 data = handle.read()
-            prompt = cfg["prompt"].format(question=q.text, choices=", ".join(q.choices))
+            prompt = template_fill(cfg["prompt"], question=q.text, choices=", ".join(q.choices))
             reply = vlm_ask(endpoint=cfg["endpoint"], model=cfg["model"], prompt=prompt, image_bytes=data,
                             max_tokens=int(cfg["max_tokens"]), temperature=float(cfg["temperature"]))
         except (VlmError, OSError) as exc:

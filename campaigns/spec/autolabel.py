@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from common.templates import template_problem
+
 from .base import Problems, register_section
 from .fields import _check_keys
 
@@ -37,6 +39,7 @@ OPTIONS: dict[str, list[tuple[str, Any, Any]]] = {
 _RANGES = {"threshold": (0.0, 1.0), "ensemble": (1, 50), "max_new_tokens": (1, 100), "batch_size": (1, 512),
            "max_tokens": (1, 4096), "temperature": (0.0, 2.0), "seed": (0, 2**31 - 1)}
 LABELLERS = tuple(OPTIONS)
+VLM_PROMPT_MAX_CHARS = 4000
 
 
 def _vlm_endpoints() -> dict[str, Any]:
@@ -88,8 +91,13 @@ def labeller_config(raw: Any, path: str, p: Problems) -> dict[str, Any] | None:
         if out["endpoint"] not in endpoints:
             p.add(f"{path}.endpoint", f"unknown endpoint {out['endpoint']!r}: this deployment allows "
                                       f"{', '.join(sorted(endpoints)) or 'none'} (AUTOLABEL_VLM_ENDPOINTS)")
-    if name == "vlm" and isinstance(out.get("prompt"), str) and "{question}" not in out["prompt"]:
-        p.add(f"{path}.prompt", "must contain {question}")
+    if name == "vlm" and isinstance(out.get("prompt"), str):
+        # common.templates: {question} and {choices} only, no format spec ({choices:>150000000}).
+        why = template_problem(out["prompt"], ("question", "choices"), required=("question",))
+        if why is None and len(out["prompt"]) > VLM_PROMPT_MAX_CHARS:
+            why = f"is longer than {VLM_PROMPT_MAX_CHARS} characters"
+        if why:
+            p.add(f"{path}.prompt", why)
     return out if len(p.errors) == before else None
 
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.templates import template_fill
+
 from .base import (
     derive_seed,
 )
@@ -37,7 +39,7 @@ def _templated(key: str, metadata: dict[str, Any], index: int, count: int, templ
 
 
 def _render(template: str, **values: str) -> str:
-    return template.format(**values)
+    return template_fill(template, **values)  # common.templates: never a format spec
 
 
 def _setting_pairs(design: Mapping[str, Any], setting: str) -> list[list[str]]:

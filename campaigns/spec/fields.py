@@ -1,11 +1,11 @@
 """Field validators shared by the PST and GEP designs (names, counts, settings, samples, templates, lists)."""
 from __future__ import annotations
 
-import string
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from common.inputs import brief
+from common.templates import template_problem
 
 from .. import presets
 from .base import (
@@ -102,21 +102,12 @@ def _template(value: Any, required: tuple[str, ...], allowed: tuple[str, ...], p
         p.add(path, f"is {len(value):,} characters long; at most {limit('SPEC_MAX_TEXT_CHARS'):,} "
                     "(SPEC_MAX_TEXT_CHARS)")
         return None
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(value) if f is not None]
-    except ValueError as exc:
-        p.add(path, f"is not a valid template: {exc}")
+    # common.templates: the documented placeholders only, no format spec, conversion or attribute.
+    why = template_problem(value, allowed, required)
+    if why:
+        p.add(path, why)
         return None
-    ok = True
-    for name in fields:
-        if name not in allowed:
-            p.add(path, f"unknown placeholder {{{name}}} (allowed: {', '.join('{' + a + '}' for a in allowed)})")
-            ok = False
-    for name in required:
-        if name not in fields:
-            p.add(path, f"template is missing {{{name}}}")
-            ok = False
-    return value if ok else None
+    return value
 
 
 MAX_TEMPLATES = 20  # prompt templates per setting

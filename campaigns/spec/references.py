@@ -15,13 +15,14 @@ percent_female), all or nothing.
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from common.inputs import brief
+from common.inputs import BodyError, brief
+from common.numbers import number
+from common.uploads import csv_lines
 
 from .. import presets
 from .base import Problems
@@ -117,13 +118,21 @@ def parse_references_csv(data: bytes) -> tuple[list[dict[str, Any]], dict[str, l
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         return [], {"file": ["is not UTF-8 text"]}
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in reader.fieldnames or []]
+    del text
+    reader = csv.DictReader(csv_lines(data))
+    try:
+        header = [h.strip() for h in reader.fieldnames or []]
+    except csv.Error as exc:  # a cell over 128 KB, a NUL: a 400 naming the line, never a 500
+        return [], {"rows.1": [f"not valid CSV ({brief(str(exc))[1:-1]})"]}
     missing = [c for c in CSV_COLUMNS if c not in header]
     if missing:
         return [], {"file": [f"missing column(s) {', '.join(missing)}; the columns are {', '.join(CSV_COLUMNS)}"]}
     refs: dict[str, dict[str, Any]] = {}
-    for line, raw in enumerate(reader, start=2):
+    try:
+        records = list(reader)
+    except csv.Error as exc:
+        return [], {f"rows.{reader.line_num + 1}": [f"not valid CSV ({brief(str(exc))[1:-1]})"]}
+    for line, raw in enumerate(records, start=2):
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
         here = f"rows.{line}"
         name, source, identity, pct = (row.get(c, "") for c in CSV_COLUMNS)
@@ -138,13 +147,11 @@ def parse_references_csv(data: bytes) -> tuple[list[dict[str, Any]], dict[str, l
             continue
         value: float | None = None
         if pct and pct.upper() not in ("N/A", "NA"):
-            try:
-                value = float(pct)
-            except ValueError:
-                errors.setdefault(here, []).append(f"percent_female must be a number, empty or N/A, got {brief(pct)}")
-                continue
-            if not math.isfinite(value) or not 0 <= value <= 100:
-                errors.setdefault(here, []).append(f"percent_female must be between 0 and 100, got {pct}")
+            try:  # common.numbers: short text, finite, 0..100
+                value = number(pct, field="percent_female", kind="float", minimum=0, maximum=100)
+            except BodyError:
+                errors.setdefault(here, []).append(f"percent_female must be a number between 0 and 100, empty or "
+                                                   f"N/A, got {brief(pct)}")
                 continue
         ref = refs.setdefault(name, {"name": name, "source": source, "percent_female": {}})
         if source != ref["source"]:

@@ -286,6 +286,21 @@ GENERATION_STALL_S = env_int("GENERATION_STALL_S", 600)
 IMPORT_MAX_FILE_BYTES = env_int("IMPORT_MAX_FILE_BYTES", 50 * 1024 * 1024)   # per image file
 IMPORT_MAX_ARCHIVE_BYTES = env_int("IMPORT_MAX_ARCHIVE_BYTES", 2 * 1024 ** 3)  # zip, uncompressed total
 IMPORT_MAX_PIXELS = env_int("IMPORT_MAX_PIXELS", 40_000_000)                  # per image (decompression bombs)
+# Uploaded files, per endpoint kind (common/uploads.py: read in chunks, 413 naming the field past it).
+UPLOAD_LIMITS = {
+    "csv": env_int("UPLOAD_MAX_CSV_BYTES", 100 * 1024 * 1024),          # MTurk batches, machine labels, manifests
+    "references": env_int("UPLOAD_MAX_REFERENCES_BYTES", 1024 * 1024),  # references CSV
+    "spec": env_int("UPLOAD_MAX_SPEC_BYTES", 1024 * 1024),              # the console's spec file
+    "archive": env_int("UPLOAD_MAX_ARCHIVE_BYTES", 1024 ** 3),          # campaign archives, image zips (compressed)
+}
+# Campaign archive import (annotation/archive.py): uncompressed total, one member, compression ratio, rows.
+ARCHIVE_MAX_TOTAL_BYTES = env_int("ARCHIVE_MAX_TOTAL_BYTES", 2 * 1024 ** 3)
+ARCHIVE_MAX_MEMBER_BYTES = env_int("ARCHIVE_MAX_MEMBER_BYTES", 1024 ** 3)
+ARCHIVE_MAX_RATIO = env_int("ARCHIVE_MAX_RATIO", 100)
+ARCHIVE_MAX_ROWS = env_int("ARCHIVE_MAX_ROWS", 5_000_000)
+# /csp-report/ (common/views.py): reports per client address and in total per minute.
+CSP_REPORT_RATE = env_int("CSP_REPORT_RATE", 30)
+CSP_REPORT_RATE_TOTAL = env_int("CSP_REPORT_RATE_TOTAL", 600)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -9,7 +9,6 @@ annotator reports what the image shows with 85 % accuracy (otherwise another cho
 agreement is high but not perfect, with some disagreements and three-way ties."""
 from __future__ import annotations
 
-import csv
 import io
 import logging
 import random
@@ -28,6 +27,7 @@ from annotation.services.lifecycle import questions_open
 from annotation.spec_section import annotation_settings
 from autolabel.importer import machine_labels_import
 from campaigns.models import Campaign
+from common.csvsafe import csv_writer
 from generation.models import Image
 from generation.services import generation_start
 
@@ -185,7 +185,7 @@ def machine_labels_simulated(campaign: Campaign) -> int:
     uploaded through the `import` labeller as a CSV, as a researcher would."""
     rng = random.Random(f"{campaign.seed}-labeller")
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = csv_writer(out)  # common/csvsafe.py: the one way the product writes CSV
     writer.writerow(["image", "slot", "choice", "score", "model"])
     for q in Question.objects.filter(campaign=campaign, is_gold=False).order_by("pk"):
         shown = truth(q, campaign, rng)

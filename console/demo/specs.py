@@ -57,5 +57,5 @@ DEMO_SPECS: list[dict[str, Any]] = [
 ]
 # How strongly each simulated model follows the stereotype (share of persons shown with the
 # stereotyped gender), per setting; GEP: the attribute shown more often for one gender.
-MODEL_BIAS = {"demo-pst-occupation": {"single": 0.70, "paired": 0.80},
+MODEL_BIAS = {"demo-pst-occupation": {"single": 0.75, "paired": 0.85},
               "demo-pst-model-b": {"single": 0.55, "paired": 0.60}}

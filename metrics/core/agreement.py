@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._arrays import as_1d, count_matrix, encode, missing_mask
 
 __all__ = [
+    "first_answers",
     "FleissResult",
     "AlphaResult",
     "fleiss_kappa",
@@ -335,3 +336,21 @@ def percent_agreement(items: ArrayLike, labels: ArrayLike) -> float:
     Missing labels are dropped; items left with fewer than 2 ratings are ignored.
     """
     return percent_agreement_from_counts(count_matrix(items, labels).counts)
+
+
+def first_answers(items: ArrayLike, k: int) -> NDArray[np.bool_]:
+    """Mask of the first ``k`` answers of every item, ``items`` given in order of arrival (one entry
+    per answer). Under adaptive redundancy a question's later answers exist only because its first
+    ones disagreed, so agreement over all answers (or over the questions with the modal count) is
+    biased; the first ``min`` answers are collected whatever the outcome, which makes agreement on
+    them that of a fixed design with R = ``min``."""
+    it = np.asarray(items).reshape(-1)
+    if it.size == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.argsort(it, kind="stable")
+    sorted_items = it[order]
+    starts = np.r_[0, np.flatnonzero(sorted_items[1:] != sorted_items[:-1]) + 1]
+    group_start = np.repeat(starts, np.diff(np.r_[starts, it.size]))
+    rank = np.empty(it.size, dtype=np.int64)
+    rank[order] = np.arange(it.size) - group_start
+    return rank < int(k)

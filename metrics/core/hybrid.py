@@ -30,10 +30,16 @@ Methods per kind of estimand (``method``):
   the interval accounts for the persons / questions of one image being correlated;
 - a GEP vector component ``f_0j - f_1j``: the difference of the two genders' PPI means (disjoint image
   sets, so independent): normal interval with ``se^2 = se_0^2 + se_1^2`` (``"ppi-mean-difference"``);
-- the GEP score ``mean_j |v_j|`` (not smooth where a ``v_j`` is 0): ``"ppboot"``, the prediction-powered
-  bootstrap (``ppi_py.ppboot``, Zrnic 2024) over image rows, percentile interval; human-only and
-  machine-only by ``classical_bootstrap_ci``. ppi_py draws from numpy's global generator: it is seeded
-  from ``seed`` and restored afterwards, so a report is reproducible.
+- the GEP score ``mean_j |v_j|`` (not smooth where a ``v_j`` is 0): ``"ppi-gep-test-inversion"``
+  (:func:`metrics.core.hybrid_intervals.ppi_gep_score`): the human GEP score's test inversion applied
+  to the prediction-powered signed components (issue 22: the percentile ``ppboot`` interval covered
+  2.7-21% near 0 and excluded its own estimate). :func:`ppi_statistic` (``ppi_py.ppboot``, percentile)
+  stays for smooth statistics; ppi_py draws from numpy's global generator: it is seeded from ``seed``
+  and restored afterwards, so a report is reproducible.
+- sparse cells: a frequency or vector component whose human sample has fewer than 10 present or
+  absent questions falls back to the human Wilson / Newcombe interval (``"wilson-human"`` /
+  ``"newcombe-human"``, :mod:`metrics.core.hybrid_intervals`): the Wald-type PPI interval is valid
+  only above that (f = 0.02 with 40 human labels covered 55%).
 
 Coverage: ``bench/ppi_coverage.py`` simulates campaigns with known truth and a machine with known,
 label-dependent error (figures in bench/README.md); ``tests/metrics/core/test_hybrid.py`` asserts
@@ -53,7 +59,7 @@ from scipy.stats import norm
 __all__ = ["METHODS", "ppi_difference", "ppi_mean", "ppi_ratio", "ppi_statistic"]
 
 METHODS = {"frequency": "ppi-mean", "ratio": "ppi-ratio-delta", "gep.vector": "ppi-mean-difference",
-           "gep.score": "ppboot"}
+           "gep.score": "ppi-gep-test-inversion"}
 
 
 def _f(x: Any) -> float | None:
@@ -242,7 +248,7 @@ def ppi_statistic(estimator: Callable[[NDArray[np.float64]], float], rows: Array
     yh = np.asarray(rows_hat, dtype=float)
     yu = np.asarray(rows_unlabeled, dtype=float)
     n, big_n = y.shape[0], yu.shape[0]
-    method = METHODS["gep.score"]
+    method = "ppboot"
     if n < 2:
         return _empty(method)
     alpha = 1 - confidence

@@ -38,7 +38,7 @@ campaigns (annotators included) and the report's interval functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,8 @@ __all__ = [
     "majority_accuracy",
     "pst_plan",
     "gep_plan",
+    "adaptive_majority",
+    "comparison_images",
 ]
 
 
@@ -87,6 +89,48 @@ def majority_accuracy(accuracy: float, redundancy: int) -> tuple[float, float, f
     return right, wrong, float(pmf[2 * k == r].sum())
 
 
+def adaptive_majority(accuracy: float, minimum: int, maximum: int,
+                      settled: Callable[[int, int], bool]) -> dict[str, float]:
+    """An adaptive design (``annotation.redundancy``'s object) under the annotator model: a question
+    collects ``minimum`` answers, then one more while ``settled(right, wrong)`` (the campaign's rule on
+    the vote counts) is false, up to ``maximum``. Exact by enumerating the (right, wrong) states:
+    ``{"right", "wrong", "tie"}`` (the stopped majority's probabilities, as :func:`majority_accuracy`)
+    and ``"answers_per_question"`` (the expected number of answers)."""
+    if not 1 <= minimum <= maximum:
+        raise ValueError("need 1 <= min <= max")
+    a = float(accuracy)
+    states = {(r, minimum - r): float(stats.binom.pmf(r, minimum, a)) for r in range(minimum + 1)}
+    right = wrong = tie = answers = 0.0
+    while states:
+        grown: dict[tuple[int, int], float] = {}
+        for (r, w), p in states.items():
+            if r + w >= maximum or settled(r, w):
+                answers += p * (r + w)
+                right += p * (r > w)
+                wrong += p * (r < w)
+                tie += p * (r == w)
+                continue
+            for key, q in (((r + 1, w), a), ((r, w + 1), 1 - a)):
+                grown[key] = grown.get(key, 0.0) + p * q
+        states = grown
+    return {"right": right, "wrong": wrong, "tie": tie, "answers_per_question": answers}
+
+
+def comparison_images(standard_error: float, images: int, difference: float, confidence: float = 0.95,
+                      power: float = 0.80, attenuation: float = 1.0) -> int | None:
+    """Images per side for a two-sided test at ``1 - confidence`` to detect a true ``difference``
+    between two independent campaigns or settings of the same design with probability ``power``: a
+    side's standard error scales as ``standard_error * sqrt(images / n)``, so ``n = images * ((z_a +
+    z_power) * sqrt(2) * standard_error / (attenuation * difference))^2``. ``attenuation``: how
+    label noise shrinks a true difference (``right - wrong`` of the majority labels). Normal
+    approximation; None for a non-positive difference or standard error."""
+    d = abs(float(difference)) * float(attenuation)
+    if d <= 0 or not np.isfinite(standard_error) or standard_error <= 0:
+        return None
+    z = _z(confidence) + float(special.ndtri(power))
+    return int(math.ceil(images * (z * math.sqrt(2.0) * standard_error / d) ** 2))
+
+
 def _z(confidence: float) -> float:
     return float(special.ndtri(0.5 + confidence / 2))
 
@@ -109,6 +153,8 @@ def pst_plan(
     icc: float = 0.1,
     confidence: float = 0.95,
     target_half_width: float | None = None,
+    majority: tuple[float, float, float] | None = None,
+    answers_per_question: float | None = None,
 ) -> dict[str, Any]:
     """Expected half-width of the overall STS interval (percent points) for ``images``
     images of ``persons_per_image`` persons, R answers per person.
@@ -117,20 +163,23 @@ def pst_plan(
     47 and power 19); ``kappa``: the annotators' agreement (the paper: 0.88-0.92);
     ``prevalence``: the share of Feminine answers (0.5 when both stereotype groups are
     drawn equally, as in the paired design); ``icc``: correlation of the labels of two
-    persons of one image (0 for the single setting)."""
+    persons of one image (0 for the single setting). ``majority`` / ``answers_per_question``:
+    an adaptive design's label accuracy and mean answers (:func:`adaptive_majority`) in place
+    of the fixed R's."""
     if images <= 0 or persons_per_image <= 0:
         raise ValueError("images and persons_per_image must be > 0")
     q = (sts / 100 + 1) / 2
     a = annotator_accuracy(kappa, prevalence)
-    right, wrong, tie = majority_accuracy(a, redundancy)
+    right, wrong, tie = majority if majority is not None else majority_accuracy(a, redundancy)
     q_lab = q * right + (1 - q) * wrong  # ties count as not stereotyped (-1)
     n = images * persons_per_image
+    per_q = float(redundancy) if answers_per_question is None else float(answers_per_question)
     deff = 1 + (persons_per_image - 1) * icc
     se = 200.0 * math.sqrt(q_lab * (1 - q_lab) / n * deff)
     hw = _z(confidence) * se
     return {
         "statistic": "pst.overall",
-        "images": images, "persons": n, "redundancy": redundancy, "answers": n * redundancy,
+        "images": images, "persons": n, "redundancy": redundancy, "answers": int(round(n * per_q)),
         "true_sts": sts, "expected_sts": 100 * (2 * q_lab - 1),
         "standard_error": se, "half_width": hw, "confidence": confidence,
         "target_half_width": target_half_width, "images_needed": _needed(images, hw, target_half_width),
@@ -153,6 +202,8 @@ def gep_plan(
     target_half_width: float | None = None,
     simulate_runs: int = 0,
     seed: int = 0,
+    majority: tuple[float, float, float] | None = None,
+    answers_per_question: float | None = None,
 ) -> dict[str, Any]:
     """Expected half-width of the GEP score interval for ``images`` images in all (both
     genders, half each).
@@ -183,7 +234,8 @@ def gep_plan(
         raise ValueError("fewer than one image per gender and attribute")
     pi = float(np.clip(np.mean(np.r_[fw, fm]) if prevalence is None else prevalence, 0.01, 0.99))
     a = annotator_accuracy(alpha, pi)
-    right, wrong, tie = majority_accuracy(a, redundancy)
+    right, wrong, tie = majority if majority is not None else majority_accuracy(a, redundancy)
+    per_q = float(redundancy) if answers_per_question is None else float(answers_per_question)
     lw, lm = fw * right + (1 - fw) * wrong, fm * right + (1 - fm) * wrong  # ties count as absent
     se_j = np.sqrt(lw * (1 - lw) / per_cell + lm * (1 - lm) / per_cell)
     se = float(np.sqrt((se_j ** 2).sum())) / n_attributes
@@ -194,7 +246,7 @@ def gep_plan(
     out = {
         "statistic": "gep.score",
         "images": images, "setting": setting, "images_per_cell": per_cell, "redundancy": redundancy,
-        "answers": int(round(images * (n_attributes if setting == "neutral" else 1) * redundancy)),
+        "answers": int(round(images * (n_attributes if setting == "neutral" else 1) * per_q)),
         "true_gep": true_gep, "expected_gep": expected,
         "standard_error": se, "half_width": hw, "confidence": confidence,
         "target_half_width": target_half_width, "images_needed": _needed(images, hw, target_half_width),

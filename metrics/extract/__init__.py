@@ -146,7 +146,25 @@ def assemble(facts: CampaignFacts, questions: QuestionColumns, answers: AnswerCo
             meta[key] = np.where(raw == "", "-1", raw).astype(np.int64) if raw.size else np.zeros(0, np.int64)
     return CampaignData(facts, q_id, questions.image[pool], questions.setting[pool], meta, a_qidx.astype(np.int64),
                         a_annotator, answers.code[use], answers.choices, counts,
-                        AnswerTable(answers, questions, q_row, superseded) if table else None)
+                        AnswerTable(answers, questions, q_row, superseded) if table else None,
+                        a_arrival=arrival_ids(answers.id, answers.corrects)[use])
+
+
+def arrival_ids(ids: np.ndarray, corrects: np.ndarray) -> np.ndarray:
+    """Per answer, the id of the first answer of its correction chain (ids sorted): a correction
+    keeps the place in the question's order of arrival of the answer it corrects."""
+    root = np.asarray(corrects, dtype=np.int64).copy()
+    out = np.asarray(ids, dtype=np.int64).copy()
+    for _ in range(64):  # chains are short; bounded against a malformed cycle
+        has = root >= 0
+        if not has.any():
+            break
+        out[has] = root[has]
+        at = np.minimum(np.searchsorted(ids, root[has]), max(ids.size - 1, 0))
+        nxt = np.where(ids[at] == root[has], np.asarray(corrects)[at], -1)
+        root[has] = nxt
+        root[~has] = -1
+    return out
 
 
 def _small_reads(campaign_id: int) -> tuple[np.ndarray, dict[str, int]]:

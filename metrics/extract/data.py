@@ -102,6 +102,9 @@ class CampaignData:
     # The numbered demographics release those come from (number, released_at, min_group, members):
     # the `annotators` section reports on its members only; None before the first release.
     demographics_release: dict[str, Any] | None = None
+    # Order of arrival per effective answer (the id of the answer its correction chain started with);
+    # None: the answers' own order. Agreement under adaptive redundancy uses each question's first ones.
+    a_arrival: np.ndarray | None = None
 
     @property
     def a_question(self) -> np.ndarray:

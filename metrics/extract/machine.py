@@ -21,7 +21,7 @@ from common.errors import ApplicationError
 
 from .data import CampaignData
 
-__all__ = ["MachineData", "machine_data", "machine_data_version"]
+__all__ = ["MachineData", "machine_data", "machine_data_from", "machine_data_version"]
 
 
 @dataclass
@@ -36,6 +36,8 @@ class MachineData:
     sampled: np.ndarray    # bool: the question's image is in the recorded human sample
     sample_active: bool    # the campaign has a recorded human sample
     clipscore: list[dict[str, Any]]
+    # The raw similarity per question where the labeller stores one (GEP_C cos, GEP_CC diff), else NaN.
+    raw: np.ndarray | None = None
 
 
 def machine_data_version(campaign: Any, labeller: str) -> str:
@@ -57,10 +59,19 @@ def machine_data_version(campaign: Any, labeller: str) -> str:
 
 
 def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineData:
-    rows = machine_label_arrays(campaign, labeller)
+    return machine_data_from(data, labeller, rows=machine_label_arrays(campaign, labeller),
+                             sample=human_sample_image_ids(campaign), clipscore=clipscore_rows(campaign))
+
+
+def machine_data_from(data: CampaignData, labeller: str, *, rows: list[dict[str, Any]], sample: set[int],
+                      clipscore: list[dict[str, Any]]) -> MachineData:
+    """Pure: the labeller's rows (`machine_label_arrays`' shape; only `question`, `choice`, `score`,
+    `raw`, `choices` and `model` are read), the recorded human sample and the CLIPScore rows, aligned with
+    the data's questions. The replication package calls this with the same rows read from its tables."""
     n = data.q_id.size
     choice = np.full(n, "", dtype=object)
     score = np.full(n, np.nan)
+    raw = np.full(n, np.nan)
     positive = np.full(n, "", dtype=object)
     models: dict[str, int] = {}
     if rows:
@@ -74,11 +85,12 @@ def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineDat
             choice[i] = r["choice"]
             if r["score"] is not None:
                 score[i] = float(r["score"])
+            if r.get("raw") is not None:
+                raw[i] = float(r["raw"])
             positive[i] = (r["choices"] or [""])[0]
             model = r.get("model") or ""
             models[model] = models.get(model, 0) + 1
-    sample = human_sample_image_ids(campaign)
     sampled = np.isin(data.q_image, np.fromiter(sample, np.int64, len(sample)))
     return MachineData(labeller=labeller, choice=choice.astype(str), score=score, positive=positive.astype(str),
                        model=max(models, key=lambda k: models[k]) if models else "", sampled=sampled,
-                       sample_active=bool(sample), clipscore=clipscore_rows(campaign))
+                       sample_active=bool(sample), clipscore=clipscore, raw=raw)

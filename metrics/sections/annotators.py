@@ -84,7 +84,8 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
                    settings: list[str]) -> dict[str, Any]:
     """The headline figures and agreement of one group's answers (labels: the group's majority)."""
     sub = dataclasses.replace(data, a_qidx=data.a_qidx[member], a_annotator=data.a_annotator[member],
-                              a_code=data.a_code[member], table=None)
+                              a_code=data.a_code[member], table=None,
+                              a_arrival=None if data.a_arrival is None else data.a_arrival[member])
     group_options = dataclasses.replace(options, aggregation="majority", n_perm=0)
     labels, ties = question_labels(sub, group_options)
     headline: dict[str, Any] = {}

@@ -14,8 +14,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from annotation.redundancy import DEFAULT_ADAPTIVE, FIXED_DEFAULT, is_adaptive, settled
 from common.errors import ApplicationError
-from metrics.core.planning import gep_plan, pst_plan
+from metrics.core.planning import (
+    adaptive_majority,
+    annotator_accuracy,
+    comparison_images,
+    gep_plan,
+    pst_plan,
+)
 
 # The stated assumptions (what the papers report, and a plausible effect to plan for).
 PST_ASSUMPTION = {"kappa": 0.90, "kappa_source": "PST paper: Fleiss' kappa 0.88-0.92", "true_sts": 40.0,
@@ -27,10 +34,15 @@ GEP_ASSUMPTION = {"alpha": 0.81, "alpha_source": "GEP paper section 5: Krippendo
                   "model": "symmetric binary annotator noise, majority of R, independent attributes, normal "
                            "half-width (a floor when the true GEP is near 0: see near_zero)"}
 PERSONS = {"single": 1, "paired": 2, "intervention": 2}
+# The difference a comparison of two campaigns or settings plans for when `?detect_difference=` is not
+# given, and the power it plans for.
+DEFAULT_DIFFERENCE = {"pst": 10.0, "gep": 0.05}
+POWER = 0.80
+CHOICES = {"pst": 3, "gep": 2}  # answer choices per question (the adaptive rule's Dirichlet has K of them)
 
 
-def _target(params: Any) -> float | None:
-    raw = params.get("target_half_width") if hasattr(params, "get") else None
+def _target(params: Any, name: str = "target_half_width") -> float | None:
+    raw = params.get(name) if hasattr(params, "get") else None
     if raw in (None, ""):
         return None
     try:
@@ -38,18 +50,52 @@ def _target(params: Any) -> float | None:
     except (TypeError, ValueError):
         value = float("nan")
     if not math.isfinite(value) or value <= 0:
-        raise ApplicationError("Invalid preview parameter target_half_width: must be a positive number",
-                               errors={"target_half_width": ["must be a positive number (the headline score's "
-                                                             "unit: STS percent points for PST, GEP score for GEP)"]})
+        raise ApplicationError(f"Invalid preview parameter {name}: must be a positive number",
+                               errors={name: ["must be a positive number (the headline score's "
+                                              "unit: STS percent points for PST, GEP score for GEP)"]})
     return value
 
 
-def _pst(spec: dict[str, Any], summary: dict[str, Any], r: int, target: float | None) -> dict[str, Any]:
+class Design:
+    """The spec's redundancy as planning uses it: a fixed R, or the adaptive object (defaults filled),
+    whose label accuracy and expected answers per question follow from the annotator accuracy
+    (`metrics.core.planning.adaptive_majority` with the campaign's own stopping rule)."""
+
+    def __init__(self, raw: Any, kind: str) -> None:
+        self.adaptive = is_adaptive(raw)
+        self.cfg: dict[str, Any] | None = {**DEFAULT_ADAPTIVE, **raw} if self.adaptive else None
+        self.r = int(self.cfg["min"]) if self.cfg else int(raw or FIXED_DEFAULT)
+        self.choices = CHOICES[kind]
+        self.per_setting: dict[str, dict[str, float]] = {}
+
+    def kwargs(self, setting: str, agreement: float, prevalence: float) -> dict[str, Any]:
+        if self.cfg is None:
+            return {"redundancy": self.r}
+        cfg = self.cfg
+        a = annotator_accuracy(agreement, prevalence)
+        k = self.choices
+        m = adaptive_majority(a, int(cfg["min"]), int(cfg["max"]),
+                              lambda r, w: settled({"right": r, "wrong": w}, k, cfg))
+        self.per_setting[setting] = m
+        return {"redundancy": self.r, "majority": (m["right"], m["wrong"], m["tie"]),
+                "answers_per_question": m["answers_per_question"]}
+
+    def block(self) -> dict[str, Any] | None:
+        if self.cfg is None:
+            return None
+        return {**self.cfg, "model": "the campaign's stopping rule on the votes of annotators of the assumed accuracy "
+                                     "(exact enumeration); a question's label is its majority when it stops",
+                "by_setting": {s: {"answers_per_question": m["answers_per_question"], "label_accuracy": m["right"],
+                                   "label_tie": m["tie"]} for s, m in self.per_setting.items()}}
+
+
+def _pst(spec: dict[str, Any], summary: dict[str, Any], design: Design, target: float | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for setting, counts in summary["by_setting"].items():
         if counts["images"] <= 0:
             continue
-        p = pst_plan(counts["images"], redundancy=r, persons_per_image=PERSONS.get(setting, 2),
+        extra = design.kwargs(setting, PST_ASSUMPTION["kappa"], PST_ASSUMPTION["prevalence"])
+        p = pst_plan(counts["images"], persons_per_image=PERSONS.get(setting, 2), **extra,
                      sts=PST_ASSUMPTION["true_sts"], kappa=PST_ASSUMPTION["kappa"],
                      prevalence=PST_ASSUMPTION["prevalence"],
                      icc=PST_ASSUMPTION["icc_paired"] if PERSONS.get(setting, 2) > 1 else 0.0,
@@ -58,22 +104,32 @@ def _pst(spec: dict[str, Any], summary: dict[str, Any], r: int, target: float | 
                         "half_width": p["half_width"], "standard_error": p["standard_error"],
                         "expected_sts": p["expected_sts"], "images_needed": p["images_needed"],
                         "annotator_accuracy": p["assumptions"]["annotator_accuracy"],
-                        "label_accuracy": p["assumptions"]["label_accuracy"]}
+                        "label_accuracy": p["assumptions"]["label_accuracy"],
+                        "answers_per_question": p["answers"] / max(p["persons"], 1),
+                        "attenuation": p["assumptions"]["label_accuracy"] - _wrong(extra, p)}
     return out
 
 
-def _gep(spec: dict[str, Any], summary: dict[str, Any], r: int, target: float | None) -> dict[str, Any]:
-    design = spec["design"]
-    n_genders = max(2, len(design["genders"]))
-    n_attr = len(design["attributes"])
+def _wrong(extra: dict[str, Any], p: dict[str, Any]) -> float:
+    """P(majority wrong) of the plan's labels: what label noise takes off a true difference."""
+    if "majority" in extra:
+        return float(extra["majority"][1])
+    return 1.0 - float(p["assumptions"]["label_accuracy"]) - float(p["assumptions"]["label_tie"])
+
+
+def _gep(spec: dict[str, Any], summary: dict[str, Any], design: Design, target: float | None) -> dict[str, Any]:
+    n_genders = max(2, len(spec["design"]["genders"]))
+    n_attr = len(spec["design"]["attributes"])
     out: dict[str, Any] = {}
     for setting, counts in summary["by_setting"].items():
         images = int(counts["images"] * 2 / n_genders)  # the score compares the first two genders
         freq = GEP_ASSUMPTION["frequencies"][setting]
+        prevalence = min(0.99, max(0.01, (freq["first_gender"] + freq["second_gender"]) / 2))
         try:
+            extra = design.kwargs(setting, GEP_ASSUMPTION["alpha"], prevalence)
             p = gep_plan(images, frequencies_women=freq["first_gender"], frequencies_men=freq["second_gender"],
-                         n_attributes=n_attr, setting=setting, redundancy=r, alpha=GEP_ASSUMPTION["alpha"],
-                         target_half_width=target)
+                         n_attributes=n_attr, setting=setting, alpha=GEP_ASSUMPTION["alpha"],
+                         target_half_width=target, **extra)
         except ValueError as exc:  # fewer than one image per gender and attribute
             out[setting] = {"images": images, "half_width": None, "note": str(exc)}
             continue
@@ -82,16 +138,34 @@ def _gep(spec: dict[str, Any], summary: dict[str, Any], r: int, target: float | 
                         "expected_gep": p["expected_gep"], "true_gep": p["true_gep"],
                         "images_needed": p["images_needed"], "near_zero": p["gep_near_zero"],
                         "annotator_accuracy": p["assumptions"]["annotator_accuracy"],
-                        "label_accuracy": p["assumptions"]["label_accuracy"]}
+                        "label_accuracy": p["assumptions"]["label_accuracy"],
+                        "answers_per_question": p["answers"] / max(images * (n_attr if setting == "neutral" else 1), 1),
+                        "attenuation": p["assumptions"]["label_accuracy"] - _wrong(extra, p)}
     return out
+
+
+def _comparison(by_setting: dict[str, Any], difference: float, kind: str) -> dict[str, Any]:
+    """Images per side to detect a true `difference` between two campaigns (or two settings) of this
+    design with 80% power at the 5% level (two-sided), per setting (`comparison_images`)."""
+    images = {}
+    for setting, v in by_setting.items():
+        se = v.get("standard_error")
+        images[setting] = (comparison_images(se, v["images"], difference, 0.95, POWER, v.get("attenuation", 1.0))
+                           if se is not None else None)
+    return {"difference": difference, "unit": "STS percent points" if kind == "pst" else "GEP score",
+            "power": POWER, "confidence": 0.95, "images_per_side": images,
+            "model": "two independent campaigns or settings of this design, normal test of the difference of "
+                     "their headline scores; label noise shrinks the true difference by the labels' "
+                     "P(right) - P(wrong) (attenuation); the GEP score's bias near 0 is not modelled"}
 
 
 def spec_planning(spec: dict[str, Any], summary: dict[str, Any], params: Any) -> dict[str, Any]:
     """`{"planning": {...}}` for the preview (docs/metrics.md, "Sample size planning")."""
     target = _target(params)
-    r = int(((spec.get("annotation") or {}).get("redundancy")) or 3)
     kind = spec["kind"]
-    by_setting = _pst(spec, summary, r, target) if kind == "pst" else _gep(spec, summary, r, target)
+    difference = _target(params, "detect_difference") or DEFAULT_DIFFERENCE[kind]
+    design = Design((spec.get("annotation") or {}).get("redundancy"), kind)
+    by_setting = _pst(spec, summary, design, target) if kind == "pst" else _gep(spec, summary, design, target)
     headline_order = ("paired", "single", "intervention") if kind == "pst" else ("neutral", "explicit")
     headline = next((s for s in headline_order if s in by_setting and by_setting[s].get("half_width") is not None),
                     None)
@@ -100,12 +174,15 @@ def spec_planning(spec: dict[str, Any], summary: dict[str, Any], params: Any) ->
              "half_width": by_setting[headline]["half_width"] if headline else None,
              "by_setting": by_setting}
     planning: dict[str, Any] = {
-        "assumption": {**(PST_ASSUMPTION if kind == "pst" else GEP_ASSUMPTION), "redundancy": r},
+        "assumption": {**(PST_ASSUMPTION if kind == "pst" else GEP_ASSUMPTION),
+                       "redundancy": design.cfg if design.cfg is not None else design.r},
         "confidence": 0.95,
         "target_half_width": target,
         "pst": block if kind == "pst" else None,
         "gep": block if kind == "gep" else None,
         "images_for_target": ({s: v.get("images_needed") for s, v in by_setting.items()} if target is not None
                               else None),
+        "adaptive": design.block(),
+        "comparison": _comparison(by_setting, difference, kind),
     }
     return {"planning": planning}

@@ -16,6 +16,7 @@ Built from `CampaignData` arrays by the pure functions of `metrics.core`. Conven
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,6 +112,33 @@ def _agreement(counts: np.ndarray) -> dict[str, Any]:
         "answers": int(c.sum()),
         "note": reason,
     }
+
+
+def agreement_data(data: CampaignData) -> tuple[CampaignData, dict[str, Any]]:
+    """The answers agreement is computed on, and what the report says about it (`agreement.basis`).
+    Fixed R: every answer. Adaptive redundancy: the first `min` answers of every question in order of
+    arrival (a correction keeps its original's place), collected whatever the outcome; a question's
+    later answers exist only because its first ones disagreed, so agreement over all of them (or over
+    the questions with the modal count) is biased (Fleiss' kappa 1.000 against a true 0.90, issue 22).
+    The scores use every answer (the majority of all of a question's answers)."""
+    raw = (data.campaign.spec.get("annotation") or {}).get("redundancy")
+    if not isinstance(raw, dict):
+        return data, {"design": "fixed", "answers_per_question": None, "note": None}
+    k = int(raw.get("min", 2))
+    arrival = data.a_arrival
+    if arrival is None or arrival.size != data.a_qidx.size:  # no arrival order known: the answers' own
+        arrival = np.arange(data.a_qidx.size)
+    order = np.argsort(arrival, kind="stable")
+    keep = np.zeros(data.a_qidx.size, dtype=bool)
+    keep[order] = agreement.first_answers(data.a_qidx[order], k)
+    sub = dataclasses.replace(data, a_qidx=data.a_qidx[keep], a_annotator=data.a_annotator[keep],
+                              a_code=data.a_code[keep],
+                              a_arrival=arrival[keep])
+    note = (f"Adaptive redundancy: agreement is computed on the first {k} answers of every question (in order "
+            f"of arrival, collected whatever the outcome); later answers, asked for only where the first "
+            f"disagreed, count in the labels but not here ({int(keep.sum())} of {keep.size} answers).")
+    return sub, {"design": "adaptive", "answers_per_question": k, "answers_used": int(keep.sum()),
+                 "answers_total": int(keep.size), "note": note}
 
 
 def agreement_section(data: CampaignData) -> dict[str, Any]:
@@ -356,7 +384,7 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
-        "agreement": {**agreement_section(data), **agreement_subsets(data)},
+        "agreement": _agreement_block(data),
     }
     if campaign.kind == "pst":
         pst_part = guarded("pst", lambda: pst_section(data, labels, ties, options, seed))
@@ -376,6 +404,13 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         if section is not None:
             report[key] = section
     return report
+
+
+def _agreement_block(data: CampaignData) -> dict[str, Any]:
+    sub, basis = agreement_data(data)
+    if basis["note"]:
+        warn("agreement", basis["note"])
+    return {**agreement_section(sub), **agreement_subsets(sub), "basis": basis}
 
 
 def redundancy_section(campaign: Any) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from metrics.core.significance import Difference, compare_gep, compare_pst, comp
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
-from .report import question_labels
+from .report import agreement_data, question_labels
 
 PST_SETTINGS = ("single", "paired", "intervention")
 GEP_SETTINGS = ("neutral", "explicit")
@@ -211,6 +211,7 @@ def pooled_agreement(datas: list[CampaignData], options: CompareOptions | None =
     mats: dict[str, np.ndarray] = {}
     images: list[np.ndarray] = []
     for d in datas:
+        d = agreement_data(d)[0]  # adaptive redundancy: the first `min` answers of every question
         counts = d.vote_counts() if d.choices else np.zeros((d.q_id.size, 1), dtype=np.int64)
         aligned = np.zeros((counts.shape[0], max(1, len(choices))), dtype=np.int64)
         for j, c in enumerate(d.choices):

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from metrics.core import gep, hybrid, machine, pst
+from metrics.core import gep, hybrid, hybrid_intervals, machine, pst
 from metrics.core._arrays import index_in
-from metrics.core.report_warnings import collecting
+from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData
 from metrics.options import ReportOptions
@@ -76,6 +76,13 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
                                           "roc_auc_mean_ci": res["roc_auc_mean_ci"]}
         else:
             out["by_setting"][setting] = machine.label_agreement(human[m], mdata.choice[m], data.q_image[m], **kw)
+    if is_gep:  # GEP Tables 7 and 16: each attribute's ROC-AUC pooled over both settings (320 images per model)
+        res = machine.agreement_by_group(human, mdata.choice, data.q_image, data.q_meta["attribute"],
+                                         score=mdata.score, positive=_positive(mdata), n_boot=options.n_boot,
+                                         confidence=options.confidence, seed=seed)
+        out["pooled_settings"] = {**res["overall"], "attributes": res["groups"], "roc_auc_mean": res["roc_auc_mean"],
+                                  "roc_auc_mean_ci": res["roc_auc_mean_ci"],
+                                  "settings": sorted(set(data.q_setting.tolist()))}
     return out
 
 
@@ -87,11 +94,15 @@ def _positive(mdata: MachineData, mask: np.ndarray | None = None) -> str | None:
 
 
 # ------------------------------------------------------------------------------ GEP vectors
+RAW_BASIS = {"clip": "cos", "clip_cc": "diff"}
+
+
 def _score_vector(data: CampaignData, mdata: MachineData, mask: np.ndarray, gender_order: list[str],
-                  attributes: list[str]) -> dict[str, float | None] | None:
+                  attributes: list[str], values: np.ndarray | None = None) -> dict[str, float | None] | None:
     """GEP vector from the machine's scores (mean score per gender and attribute, GEP's C-f_a /
-    CLS-f_a), when every question of the setting has one."""
-    s = mdata.score[mask]
+    CLS-f_a), when every question of the setting has one; `values` replaces the scores (the raw
+    cos / diff of GEP_C / GEP_CC, the paper's scale)."""
+    s = (mdata.score if values is None else values)[mask]
     if s.size == 0 or not np.isfinite(s).all():
         return None
     g, a = data.q_meta["gender"][mask], data.q_meta["attribute"][mask]
@@ -105,9 +116,11 @@ def _score_vector(data: CampaignData, mdata: MachineData, mask: np.ndarray, gend
 def gep_comparison(data: CampaignData, human: np.ndarray, ties: np.ndarray, mdata: MachineData,
                    options: ReportOptions, seed: int) -> dict[str, Any]:
     """`auto.<labeller>.gep.<setting>`: the machine's score and vector and, against the human vector,
-    Kendall tau-b, sign MCC and Pearson r (GEP Tables 4, 19). `basis`: "scores" when the labeller gave
-    a score on every question of the setting (the vector of mean scores, as GEP's C-f_a / CLS-f_a),
-    else "labels" (the GEP section of the machine labels)."""
+    Kendall tau-b, sign MCC and Pearson r (GEP Tables 4, 19). `basis`: "cos" / "diff" for GEP_C /
+    GEP_CC when every question of the setting has its raw similarity (the paper's eq. 4 / 5 scale:
+    mean cos or cos difference per gender and attribute), else "scores" when the labeller gave a score
+    on every question (the vector of mean scores, as GEP's CLS-f_a), else "labels" (the GEP section
+    of the machine labels)."""
     quiet = dataclasses.replace(options, n_boot=0, n_perm=0)
     human_sec = gep_section(data, human, ties, quiet, seed)
     machine_sec = gep_section(data, mdata.choice, np.zeros(human.size, dtype=bool), quiet, seed)
@@ -118,16 +131,22 @@ def gep_comparison(data: CampaignData, human: np.ndarray, ties: np.ndarray, mdat
             continue
         attrs = list(human_sec[setting]["vector"])
         mask = (data.q_setting == setting) & np.isin(data.q_meta["gender"], gender_order[:2])
-        by_scores = _score_vector(data, mdata, mask, gender_order, attrs)
+        by_raw = (_score_vector(data, mdata, mask, gender_order, attrs, mdata.raw)
+                  if mdata.raw is not None and RAW_BASIS.get(mdata.labeller) else None)
+        by_scores = by_raw if by_raw is not None else _score_vector(data, mdata, mask, gender_order, attrs)
         vector = by_scores if by_scores is not None else machine_sec[setting]["vector"]
         values = [v for v in vector.values() if v is not None]
         score = float(np.mean(np.abs(values))) if values else None
-        out[setting] = {"basis": "scores" if by_scores is not None else "labels", "score": _f(score),
+        basis = RAW_BASIS[mdata.labeller] if by_raw is not None else "scores" if by_scores is not None else "labels"
+        out[setting] = {"basis": basis, "score": _f(score),
                         "vector": vector, "human_score": human_sec[setting]["score"],
                         "human_vector": human_sec[setting]["vector"],
                         "label_score": machine_sec[setting]["score"],
                         **machine.vector_agreement(vector, human_sec[setting]["vector"], attrs)}
     return out
+
+
+CS_PAPER_SCALE = 100.0 / 2.5  # stored CLIPScore 2.5 * cos -> GEP Table 3's 100 * cos
 
 
 def clipscore_section(data: CampaignData, mdata: MachineData) -> dict[str, Any]:
@@ -141,41 +160,49 @@ def clipscore_section(data: CampaignData, mdata: MachineData) -> dict[str, Any]:
             continue
         v = np.array([r["score"] for r in rows], dtype=float)
         ci = stats.t.interval(0.95, v.size - 1, loc=v.mean(), scale=stats.sem(v)) if v.size > 1 else (None, None)
+        k = CS_PAPER_SCALE
         out[setting] = {"mean": _f(v.mean()), "ci": [_f(ci[0]), _f(ci[1])], "images": int(v.size),
-                        "models": sorted({r["model"] for r in rows})}
+                        "models": sorted({r["model"] for r in rows}),
+                        "cs_100cos": {"mean": _f(k * v.mean()), "ci": [_f(None if ci[0] is None else k * ci[0]),
+                                                                      _f(None if ci[1] is None else k * ci[1])],
+                                      "definition": "100 * cos(image, prompt): GEP Table 3's CS column (from the "
+                                                    "stored 2.5 * max(cos, 0); a negative cos counts as 0)"}}
     return out
 
 
 # ------------------------------------------------------------------------------ hybrid
+# A question the machine failed to label gets a fixed value, so that every question has one (issue 22,
+# defect 5): PST "Cannot identify" (coded as the report codes it), GEP "No" (absent).
+MACHINE_FAILED = {"pst": "Cannot identify", "gep": "No"}
+
+
+def machine_values(data: CampaignData, mdata: MachineData) -> np.ndarray:
+    """The machine's label per question, a failed (missing) label replaced by the fixed one."""
+    fixed = MACHINE_FAILED["gep" if data.campaign.kind == "gep" else "pst"]
+    return np.where(mdata.choice == "", fixed, mdata.choice).astype(object)
+
+
 def _split(human: np.ndarray, mdata: MachineData) -> tuple[np.ndarray, np.ndarray]:
-    """(labeled, unlabeled) questions: with a recorded human sample, questions of sampled images with
-    a human label / of the other images; without one, questions with / without a human label (then
-    PPI assumes the answered questions are a random subset: said in `sample`)."""
-    has_m = mdata.choice != ""
-    has_h = (human != "") & (human != "tie")
+    """(labeled, unlabeled) questions: with a recorded human sample, the sampled images' questions
+    with a human label (a tie included: the report codes it) / every question of the other images;
+    without one, questions with / without a human label (then PPI assumes the answered questions are
+    a random subset: said in `sample`). Every question has a machine value (`machine_values`), so
+    the hybrid estimates the human report's own quantity (issue 22, defect 5)."""
+    has_h = human != ""
     if mdata.sample_active:
-        return mdata.sampled & has_h & has_m, ~mdata.sampled & has_m
-    return has_h & has_m, ~has_h & (human != "tie") & has_m
+        return mdata.sampled & has_h, ~mdata.sampled
+    return has_h, ~has_h
 
 
 def _freq(num_h: np.ndarray, den_h: np.ndarray, num_m: np.ndarray, den_m: np.ndarray, lab: np.ndarray,
-          unl: np.ndarray, confidence: float, scale: float = 1.0) -> dict[str, Any]:
-    if (den_h[lab] == 1).all() and (den_m[lab] == 1).all() and (den_m[unl] == 1).all():
-        r = hybrid.ppi_mean(num_h[lab], num_m[lab], num_m[unl], confidence)
-        if scale != 1.0:
-            r = _scaled(r, scale)
-        return r
-    return hybrid.ppi_ratio(num_h[lab], den_h[lab], num_m[lab], den_m[lab], num_m[unl], den_m[unl], confidence,
-                            scale)
+          unl: np.ndarray, confidence: float, scale: float = 1.0, proportion: bool = True) -> dict[str, Any]:
+    return hybrid_intervals.hybrid_share(num_h[lab], den_h[lab], num_m[lab], den_m[lab], num_m[unl], den_m[unl],
+                                         confidence, scale, proportion)
 
 
-def _scaled(r: dict[str, Any], k: float) -> dict[str, Any]:
-    def sc(v: Any) -> Any:
-        return None if v is None else k * v
-    out = dict(r, estimate=sc(r["estimate"]), ci=[sc(v) for v in r["ci"]])
-    for part in ("human_only", "machine_only"):
-        out[part] = dict(r[part], estimate=sc(r[part]["estimate"]), ci=[sc(v) for v in r[part]["ci"]])
-    return out
+def _difference(a: dict[str, Any], b: dict[str, Any], counts: tuple[float, float, float, float],
+                confidence: float) -> dict[str, Any]:
+    return hybrid_intervals.hybrid_difference(a, b, counts, confidence)
 
 
 def _image_rows(images: np.ndarray, cells: np.ndarray, n_cells: int, cols: list[np.ndarray], keep: np.ndarray
@@ -197,7 +224,8 @@ def hybrid_section(data: CampaignData, human: np.ndarray, mdata: MachineData, op
                    "human_questions": int(lab.sum()), "machine_only_questions": int(unl.sum()),
                    "human_images": int(np.unique(data.q_image[lab]).size),
                    "machine_only_images": int(np.unique(data.q_image[unl]).size)},
-        "methods": hybrid.METHODS, "confidence": options.confidence}
+        "methods": {**hybrid.METHODS, "sparse": hybrid_intervals.SPARSE_METHODS,
+                    "machine_failed": MACHINE_FAILED[data.campaign.kind if data.campaign.kind == "gep" else "pst"]}, "confidence": options.confidence}
     if data.campaign.kind == "gep":
         out.update(_gep_hybrid(data, human, mdata, lab, unl, options, seed))
     else:
@@ -212,7 +240,7 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
     attr_order = [a["name"] for a in design["attributes"]]
     g_all, a_all = data.q_meta["gender"], data.q_meta["attribute"]
     ph, ch, _ = gep.present_weights(human, options.gep_tie_policy)
-    pm, cm, _ = gep.present_weights(mdata.choice, options.gep_tie_policy)
+    pm, cm, _ = gep.present_weights(machine_values(data, mdata), options.gep_tie_policy)
     out: dict[str, Any] = {}
     for setting in ("neutral", "explicit"):
         mask = (data.q_setting == setting) & np.isin(g_all, genders)
@@ -220,11 +248,14 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
             continue
         attrs = [a for a in attr_order if ((a_all == a) & mask).any()]
         freqs: dict[str, dict[str, Any]] = {g: {} for g in genders}
+        counts: dict[str, dict[str, tuple[float, float]]] = {g: {} for g in genders}
         for g in genders:
             for a in attrs:
                 cell = mask & (g_all == g) & (a_all == a)
                 freqs[g][a] = _freq(ph, ch, pm, cm, cell & lab, cell & unl, options.confidence)
-        vector = {a: hybrid.ppi_difference(freqs[genders[0]][a], freqs[genders[1]][a], options.confidence)
+                counts[g][a] = (float(ph[cell & lab].sum()), float(ch[cell & lab].sum()))
+        vector = {a: _difference(freqs[genders[0]][a], freqs[genders[1]][a],
+                                 (*counts[genders[0]][a], *counts[genders[1]][a]), options.confidence)
                   for a in attrs}
         cells = np.where(g_all == genders[0], 0, 1) * len(attrs) + np.maximum(index_in(a_all, attrs), 0)
         n_cells = 2 * len(attrs)
@@ -232,21 +263,22 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         rows_h = _image_rows(data.q_image, cells, n_cells, [ph, ch], keep_h)
         rows_m = _image_rows(data.q_image, cells, n_cells, [pm, cm], keep_h)
         rows_u = _image_rows(data.q_image, cells, n_cells, [pm, cm], keep_u)
-        score = hybrid.ppi_statistic(_gep_score_rows(len(attrs), n_cells), rows_h, rows_m, rows_u,
-                                     n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+        score = hybrid_intervals.ppi_gep_score(rows_h, rows_m, rows_u, len(attrs), n_boot=options.n_boot,
+                                               confidence=options.confidence, seed=seed)
         out[setting] = {"frequencies": freqs, "vector": {a: vector[a] for a in attrs}, "score": score}
+        _warn_sparse(f"hybrid.{mdata.labeller}.{setting}",
+                     [f for g in genders for f in freqs[g].values()] + list(vector.values()))
     return out
 
 
-def _gep_score_rows(n_attr: int, n_cells: int):  # type: ignore[no-untyped-def]
-    def score(rows: np.ndarray) -> float:
-        t = rows.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = t[:n_cells] / t[n_cells:]
-        v = f[:n_attr] - f[n_attr:]
-        v = v[np.isfinite(v)]
-        return float(np.mean(np.abs(v))) if v.size else float("nan")
-    return score
+def _warn_sparse(path: str, results: list[dict[str, Any]]) -> None:
+    """A warning when some shares fell back to the human interval (outside PPI's validity domain)."""
+    sparse = sum(1 for r in results if r.get("sparse"))
+    if sparse:
+        warn(path, f"{sparse} of {len(results)} frequencies or vector components have fewer than "
+                   f"{hybrid_intervals.MIN_HUMAN_COUNT} present or absent human-labelled questions, outside the "
+                   "PPI interval's validity domain: their human Wilson / Newcombe interval is shown "
+                   "(method wilson-human / newcombe-human)")
 
 
 def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: np.ndarray, unl: np.ndarray,
@@ -256,9 +288,10 @@ def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
     stereotypes = np.array([stereotype_of.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
     identities = data.q_meta["identity"]
     sh, wh = (x.astype(float) for x in pst.stereo_weights(human, stereotypes, options.treatment))
-    sm, wm = (x.astype(float) for x in pst.stereo_weights(mdata.choice, stereotypes, options.treatment))
+    m_choice = machine_values(data, mdata)
+    sm, wm = (x.astype(float) for x in pst.stereo_weights(m_choice, stereotypes, options.treatment))
     fem_h = (pst.label_kinds(human) == pst.K_FEM).astype(float)
-    fem_m = (pst.label_kinds(mdata.choice) == pst.K_FEM).astype(float)
+    fem_m = (pst.label_kinds(m_choice) == pst.K_FEM).astype(float)
     conf = options.confidence
     out: dict[str, Any] = {}
     for setting in ("single", "paired", "intervention"):
@@ -274,9 +307,11 @@ def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         micro, feminine = {}, {}
         for ident in names:
             cell = mask & (identities == ident)
-            micro[ident] = _freq(sh * wh, wh, sm * wm, wm, cell & lab, cell & unl, conf, scale=100.0)
+            micro[ident] = _freq(sh * wh, wh, sm * wm, wm, cell & lab, cell & unl, conf, scale=100.0,
+                                 proportion=False)
             feminine[ident] = _freq(fem_h, wh if options.treatment == "excluded" else (human != "").astype(float),
-                                    fem_m, wm if options.treatment == "excluded" else (mdata.choice != "").astype(float),
+                                    fem_m, wm if options.treatment == "excluded" else np.ones(m_choice.size),
                                     cell & lab, cell & unl, conf, scale=100.0)
         out[setting] = {"overall": overall, "micro": micro, "percent_feminine": feminine}
+        _warn_sparse(f"hybrid.{mdata.labeller}.{setting}", list(feminine.values()))
     return out

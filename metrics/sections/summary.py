@@ -20,10 +20,12 @@ disagree with the sections it reads. Parts, each a list of sentences:
 """
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
-__all__ = ["report_summary"]
+__all__ = ["report_summary", "summary_or_warning"]
+_log = logging.getLogger(__name__)
 
 SETTINGS_PST = ("single", "paired", "intervention")
 SETTINGS_GEP = ("neutral", "explicit")
@@ -189,8 +191,11 @@ def _agreement(report: dict[str, Any]) -> list[str]:
         agree = ((sec or {}).get("agreement") or {}).get("overall") or {}
         if _num(agree.get("accuracy")) is None:
             continue
+        acc_ci = agree.get("accuracy_ci")
+        scaled = [100 * float(x) for x in acc_ci] if isinstance(acc_ci, list) and len(acc_ci) == 2 and all(
+            _num(x) is not None for x in acc_ci) else None
         out.append(f"The labeller {labeller} agrees with the human majority on {round(100 * agree['accuracy'])}%"
-                   f"{_ci([100 * x for x in agree['accuracy_ci']] if agree.get('accuracy_ci') else None)} of "
+                   f"{_ci(scaled)} of "
                    f"{agree.get('n', 0)} questions (Cohen's kappa {_fmt(agree.get('cohen_kappa'), 2)}"
                    f"{_ci(agree.get('cohen_kappa_ci'), 2)}).")
     return out
@@ -238,3 +243,16 @@ def report_summary(report: dict[str, Any], *, aspect: str | None = None) -> dict
     parts = {"headline": headline, "comparison": comparison, "agreement": _agreement(report),
              "data": _data(report), "warnings": warnings}
     return {**parts, "lines": [line for key in parts for line in parts[key]]}
+
+
+def summary_or_warning(report: dict[str, Any], *, aspect: str | None = None) -> dict[str, Any]:
+    """`report_summary`, or (a report shape it does not know) a summary that says so, with a warning in
+    the report's `warnings`: the sections stand whatever happens here."""
+    try:
+        return report_summary(report, aspect=aspect)
+    except (ValueError, ArithmeticError, IndexError, KeyError, TypeError, AttributeError) as exc:
+        _log.exception("report summary not written")
+        message = f"not written ({type(exc).__name__}: {exc}); the sections below stand"
+        report.setdefault("warnings", []).append({"path": "summary", "message": message})
+        return {"headline": [f"Summary {message}."], "comparison": [], "agreement": [], "data": [],
+                "warnings": [f"summary: {message}"], "lines": [f"Summary {message}."]}

@@ -19,12 +19,13 @@ from common.tasks import task_send
 from metrics.compare.rows import compare_from_reports, compare_kind
 from metrics.compare.sources import sources_comparison
 from metrics.extract import CampaignFacts, campaign_data, campaign_data_version
-from metrics.extract.machine import machine_data, machine_data_version
+from metrics.extract.data import CampaignData
+from metrics.extract.machine import MachineData, machine_data, machine_data_version
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
 from metrics.sections.sources import source_report
-from metrics.sections.summary import report_summary
+from metrics.sections.summary import summary_or_warning
 
 # Above this many answers a report is built by a worker (default queue) instead of in the request.
 ASYNC_ANSWER_THRESHOLD = 300_000
@@ -34,10 +35,18 @@ def report_build(*, campaign: Campaign, options: ReportOptions) -> dict[str, Any
     """Build the report now (no cache)."""
     data = campaign_data(campaign, exclude_blocked=options.exclude_blocked)
     mdata = machine_data(campaign, data, options.labeller) if options.labeller else None
+    return report_compute(data, mdata, options, redundancy=redundancy_section(campaign))
+
+
+def report_compute(data: CampaignData, mdata: MachineData | None, options: ReportOptions, *,
+                   redundancy: dict[str, Any]) -> dict[str, Any]:
+    """The report from the extracted data (no database): what `report_build` and the replication
+    package's `metrics.package.read` both run, so their figures are the same by construction.
+    `redundancy` is `redundancy_section`'s block ({} for a fixed design)."""
     report = source_report(data, mdata, options)
-    report.update(redundancy_section(campaign))
+    report.update(redundancy)
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
-    report["summary"] = report_summary(report, aspect=(campaign.spec.get("design") or {}).get("aspect"))
+    report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
     return json.loads(json.dumps(report))
 

@@ -178,6 +178,10 @@ def test_phone_viewport_consent_and_lease_expired(browser: Browser) -> None:
     b.wait(lambda d: Assignment.objects.get(pk=hit.pk).expires_at > timezone.now() + timedelta(minutes=20),
            message="no heartbeat")
 
+    # On a phone the first HIT's instructions are a drawer over the page: closed with its button.
+    if b.find("#instructions").get_attribute("open") is not None:
+        b.find("#instructions-close").click()
+        b.wait(lambda d: b.find("#instructions").get_attribute("open") is None)
     # An accidental reload keeps the answers given so far: the API hands back the same HIT.
     b.find("#choices .choice[data-key=C]").click()
     _wait_question(b, 2)

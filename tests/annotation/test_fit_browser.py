@@ -5,61 +5,15 @@ and closed (the I key). The image is scaled to the space left and keeps its aspe
 Screenshots: test-artifacts/screenshots/fit-*.png."""
 from __future__ import annotations
 
-import io
-from typing import Any
-
 import pytest
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
-from django.utils import timezone
-from PIL import Image as PILImage
-from PIL import ImageDraw
 
-from annotation.services.examples import example_add
-from annotation.services.lifecycle import questions_open
-from campaigns.models import Campaign
-from generation.models import Image
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
-from tests.builders.campaigns import make_annotator, make_campaign
-from tests.builders.taskpage import assert_fits, login
-from tests.conftest import make_researcher
+from tests.builders.campaigns import make_annotator
+from tests.builders.taskpage import assert_fits, fit_campaign, login
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 SIZES = [(1366, 768, False), (1280, 720, False), (390, 844, True)]
-
-
-def _png(width: int, height: int, seed: int) -> bytes:
-    im = PILImage.new("RGB", (width, height), (90 + 40 * seed % 160, 150, 200))
-    draw = ImageDraw.Draw(im)
-    draw.ellipse((width * .1, height * .2, width * .4, height * .95), fill=(60, 70, 160))
-    draw.ellipse((width * .6, height * .2, width * .9, height * .95), fill=(160, 60, 60))
-    draw.rectangle((0, 0, width - 1, height - 1), outline=(0, 0, 0), width=6)  # the edge must stay visible
-    buf = io.BytesIO()
-    im.save(buf, "PNG")
-    return buf.getvalue()
-
-
-def _image(campaign: Campaign, prompt: Any, n: int, size: tuple[int, int]) -> Image:
-    key = default_storage.save(f"fit-test/{campaign.pk}-{n}.png", ContentFile(_png(*size, n)))
-    return Image.objects.create(campaign=campaign, prompt=prompt, sample_index=0, seed=prompt.seeds[0],
-                                status=Image.Status.DONE, file=key, web_file=key, width=size[0], height=size[1],
-                                backend="placeholder", synthetic=True, finished_at=timezone.now())
-
-
-def fit_campaign() -> Campaign:
-    """A PST campaign whose HIT holds big images (1024x1024 paired, 768x1152 single: taller than any
-    screen here), R = 1, HITs of 3 images."""
-    campaign = make_campaign(make_researcher("fitz"), kind="pst", annotation={"hit_size": 3, "redundancy": 1})
-    paired = list(campaign.prompts.filter(setting="paired").order_by("position")[:3])
-    single = list(campaign.prompts.filter(setting="single").order_by("position")[:1])
-    images = [_image(campaign, p, i, (1024, 1024)) for i, p in enumerate(paired)]
-    _image(campaign, single[0], 9, (768, 1152))
-    questions_open(campaign=campaign)
-    # The third paired image is an example of the paired setting: shown in the instructions, never asked.
-    example_add(campaign=campaign, family="person:paired", image=images[2].pk, answer="Cannot identify",
-                caption="Both faces hidden")
-    return campaign
 
 
 def _position(b: Browser) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from sklearn.metrics import roc_auc_score
 
 from annotation.models import Question
-from autolabel.labellers.clip import cls_predict, cls_sentences, cls_train
+from autolabel.labellers.clip import cls_predict, cls_sentences, cls_train, cls_training_record
 from autolabel.models import AutolabelJob, ImageClipScore, ImageEmbedding, MachineLabel
 from autolabel.selectors import clipscore_rows, machine_label_arrays
 from autolabel.services import autolabel_start, labels_compute
@@ -70,6 +70,9 @@ def test_clip_labellers_label_every_question_once_and_share_embeddings(
     assert (label.choice == "Yes") == (label.params["diff"] > 0)
     cls_label = MachineLabel.objects.filter(labeller="clip_cls").first()
     assert cls_label.params["seed"] == clip_campaign.seed and cls_label.params["ensemble"] == 10
+    # issue 22 #9: each label records its classifiers' training and that the 0.5 cut is uncalibrated
+    assert cls_label.params["train_n_iter"] == [5000] * 10 and cls_label.params["train_accuracy"] >= 0.5
+    assert "constructed sentences" in cls_label.params["train_labels"] and "not calibrated" in cls_label.params["decision"]
     # CLIPScore of each image against its prompt, once per image and model.
     scores = clipscore_rows(clip_campaign)
     assert len(scores) == 6 and ImageClipScore.objects.count() == 6
@@ -139,3 +142,26 @@ def test_clip_gender_on_paired_images_uses_halves(researcher: User, media: Path,
     run_labeller(strict, "clip_gender")
     # Random weights never reach p = 1.0: "Cannot identify".
     assert [r["choice"] for r in machine_label_arrays(strict, "clip_gender")] == ["Cannot identify"]
+
+
+@pytest.mark.parametrize("n_sentences", [12, 96])
+def test_gep_cls_trains_to_confident_probabilities_on_separable_embeddings(n_sentences: int) -> None:
+    # issue 22 #9: early stopping on ~10 validation sentences left probabilities near 0.5
+    rng = np.random.default_rng(1)
+    dim = 32
+    direction = rng.normal(size=dim)
+    direction /= np.linalg.norm(direction)
+
+    def embed(y: np.ndarray) -> np.ndarray:
+        x = rng.normal(scale=0.3, size=(y.size, dim)) + np.outer(y * 2.0 - 1.0, direction)
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    y_train = np.tile([1, 0], n_sentences // 2)
+    x_train = embed(y_train)
+    y_test = rng.integers(0, 2, size=400)
+    ensemble = cls_train(x_train, y_train, seed=5)
+    p = cls_predict(ensemble, embed(y_test))
+    assert p[y_test == 1].mean() >= 0.8 and p[y_test == 0].mean() <= 0.2
+    record = cls_training_record(ensemble, x_train, y_train)
+    assert record["train_accuracy"] == 1.0 and record["train_sentences"] == n_sentences
+    assert record["train_n_iter"] == [5000] * 10

@@ -66,6 +66,12 @@ def test_imports_smoke(bench_database_url: str) -> None:
     assert batch["rows"] == 300 and batch["answers"] == batch["stored"] == 3000 and batch["peak_rss_mb"] > 0
 
 
+def test_package_build_smoke(bench_database_url: str) -> None:
+    lines = run("package_build.py", "--sizes", "3000", "--n-boot", "50", "--smoke", url=bench_database_url)
+    (row,) = json.loads(lines[-2])
+    assert row["answers"] >= 2800 and row["build_s"] > 0 and row["zip_mb"] > 0 and row["report_from_package_s"] > 0
+
+
 def test_report_scale_smoke(bench_database_url: str) -> None:
     lines = run("report_scale.py", "--sizes", "3000", "--paper", "paper-pst", "--n-boot", "50", "--smoke",
                 url=bench_database_url, ok_line=False)

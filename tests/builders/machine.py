@@ -54,3 +54,20 @@ def gep_sources_campaign(owner: User) -> Campaign:
     ImageClipScore.objects.bulk_create([ImageClipScore(campaign=campaign, image=img, model="tiny-clip",
                                                        score=0.5 + 0.01 * (k % 10)) for k, img in enumerate(images)])
     return campaign
+
+
+def similarity_labels(campaign: Campaign, labeller: str, truth: Callable[[Any], str], key: str = "cos",
+                      seed: int = 2) -> dict[int, float]:
+    """GEP_C / GEP_CC-like labels: a raw similarity stored in `params[key]` (higher when the human truth
+    is "Yes"), score = (1 + raw) / 2 as the labellers store it. Returns raw per question id."""
+    rng = random.Random(seed)
+    rows, raw = [], {}
+    for q in campaign.questions.filter(is_gold=False).order_by("id"):
+        x = (0.30 if truth(q) == q.choices[0] else 0.20) + 0.05 * rng.random()
+        if key == "diff":
+            x -= 0.25
+        raw[q.pk] = x
+        rows.append(MachineLabel(campaign=campaign, question=q, labeller=labeller, choice="Yes" if x > 0.25 else "No",
+                                 score=(1 + x) / 2, model="tiny-clip", params={"threshold": 0.25, key: x}))
+    MachineLabel.objects.bulk_create(rows)
+    return raw

@@ -19,7 +19,7 @@ from crowd.models import MTurkQualificationType
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
 from tests.builders.crowd import FakeMTurk
 from tests.builders.hit_page import _answer_hit_with_keyboard, _open_campaign, _wait_question
-from tests.builders.taskpage import assert_fits
+from tests.builders.taskpage import assert_fits, assert_phone_image
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -115,6 +115,15 @@ def test_mturk_worker_preview_accept_answer_submit(browser: Browser, stand_in: S
     # 620 px of a 1366x768 laptop) the question, the whole image and the answers fit unscrolled.
     b.viewport(1366, 620)
     assert_fits(b, "mturk-04-hit-in-frame-1366x620")
+    # On a phone, MTurk's frame under its own header (390 x about 760): the image keeps at least 300 px
+    # of width with the instructions drawer open and closed (issue 25).
+    b.viewport(390, 760, mobile=True)
+    for state in ("open", "closed"):
+        if (b.find("#instructions").get_attribute("open") is not None) != (state == "open"):
+            b.keys("i")
+            b.wait(lambda d, s=state: (b.find("#instructions").get_attribute("open") is not None) == (s == "open"))
+        assert_phone_image(b, f"mturk-04-hit-in-frame-390x760-{state}", full_width=False)
+    b.viewport(1366, 620)
     given = _answer_hit_with_keyboard(b, ["Feminine", "Masculine"])
     b.shot("mturk-05-answered")
     assert b.console_errors() == [] and b.inline_code() == []

@@ -49,3 +49,21 @@ def test_gep_preview_and_no_target(api: APIClient) -> None:
 def test_a_bad_target_is_a_400_naming_it(api: APIClient, value: str) -> None:
     r = api.post(f"/api/specs/preview/?target_half_width={value}", PST, format="json")
     assert r.status_code == 400 and "target_half_width" in r.json()["errors"]
+
+
+def test_adaptive_redundancy_preview_models_answers_per_question(api: APIClient) -> None:
+    adaptive = {**PST, "name": "plan-adaptive", "annotation": {"redundancy": {"min": 2, "max": 5}}}
+    r = api.post("/api/specs/preview/?detect_difference=8", adaptive, format="json")
+    assert r.status_code == 200, r.content  # issue 22 defect 12: int() on the redundancy object crashed
+    plan = r.json()["planning"]
+    assert plan["assumption"]["redundancy"]["min"] == 2 and plan["adaptive"]["threshold"] == 0.75
+    paired = plan["pst"]["by_setting"]["paired"]
+    per_q = plan["adaptive"]["by_setting"]["paired"]["answers_per_question"]
+    assert 2.0 < per_q < 3.0 and paired["answers_per_question"] == pytest.approx(per_q, rel=1e-3)
+    assert paired["half_width"] is not None and paired["answers"] < 800 * 2 * 3
+    cmp_ = plan["comparison"]
+    assert cmp_["difference"] == 8.0 and cmp_["power"] == 0.8
+    assert cmp_["images_per_side"]["single"] > cmp_["images_per_side"]["paired"] > 0
+    fixed = api.post("/api/specs/preview/", PST, format="json").json()["planning"]
+    assert fixed["adaptive"] is None and fixed["comparison"]["difference"] == 10.0
+    assert fixed["pst"]["by_setting"]["paired"]["answers_per_question"] == 5.0

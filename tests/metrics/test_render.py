@@ -118,7 +118,7 @@ def test_a_new_section_registers_its_html_tables_and_charts(researcher: User, se
     assert html.index("Agreement") < html.index("Example section") < html.index("Stereotype Test Scores")
     assert "<td>nurse</td><td>0.25</td>" in html and "amp-chart" in html
     zf = zipfile.ZipFile(io.BytesIO(render.report_csv_zip(report=report, data=data, labels=labels)))
-    assert zf.read("example.csv").decode() == "identity,amplification\nnurse,0.25\npilot,-0.5\n"
+    assert zf.read("example.csv").decode() == '"identity","amplification"\n"nurse",0.25\n"pilot",-0.5\n'  # text quoted (issue 24)
     assert zf.namelist().index("agreement.csv") < zf.namelist().index("example.csv") < zf.namelist().index(
         "pst_identity.csv")
     # A report without the section renders as before.

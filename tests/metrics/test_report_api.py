@@ -147,8 +147,8 @@ def test_csv_export_is_a_zip_of_tidy_tables(api: APIClient, pst_campaign: Campai
     assert answers[0].startswith("answer_id,question_id,image_id,annotator_id,choice,time_ms")
     assert len(answers) == 1 + Answer.objects.filter(campaign=pst_campaign).count()
     identity = zf.read("pst_identity.csv").decode().splitlines()
-    assert identity[0].split(",")[:5] == ["setting", "identity", "group", "stereotype", "micro_sts"]
-    assert any(line.startswith("paired,nurse,female,feminine,100.0") for line in identity)
+    assert identity[0].replace('"', "").split(",")[:5] == ["setting", "identity", "group", "stereotype", "micro_sts"]
+    assert any(line.startswith('"paired","nurse","female","feminine",100.0') for line in identity)
 
 
 def test_html_report_has_charts_and_tables(api: APIClient, pst_campaign: Campaign, gep_campaign: Campaign) -> None:

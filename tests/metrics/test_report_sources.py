@@ -61,7 +61,7 @@ def test_hybrid_source_report(api: APIClient, gep_campaign: Campaign) -> None:
     assert f["human_only"]["estimate"] == pytest.approx(1.0)  # humans: every woman wears the dress
     assert f["ci"][0] <= f["estimate"] <= f["ci"][1]
     assert set(neutral["vector"]) == {"dress", "tie"} and neutral["vector"]["dress"]["estimate"] > 0.5
-    assert neutral["score"]["method"] == "ppboot" and neutral["score"]["estimate"] > 0.5
+    assert neutral["score"]["method"] == "ppi-gep-test-inversion" and neutral["score"]["estimate"] > 0.5
     assert "clip_cls" in body["auto"] and "clipscore" in body
 
 

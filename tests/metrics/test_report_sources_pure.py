@@ -49,13 +49,17 @@ def test_hybrid_section_calls_ppi_on_the_right_rows() -> None:
     ref = hybrid.ppi_mean((human[lab] == "Yes").astype(float), (mdata.choice[lab] == "Yes").astype(float),
                           (mdata.choice[unl] == "Yes").astype(float))
     got = out["neutral"]["frequencies"]["woman"]["dress"]
-    assert got == ref
-    assert out["neutral"]["vector"]["dress"]["estimate"] == pytest.approx(
-        got["estimate"] - out["neutral"]["frequencies"]["man"]["dress"]["estimate"])
+    assert got == {**ref, "sparse": False}
+    man = out["neutral"]["frequencies"]["man"]["dress"]  # f = 0.05: about 4 present among ~90 human labels
+    assert man["sparse"] and man["method"] == "wilson-human" and man["ci"][0] <= man["estimate"] <= man["ci"][1]
+    vec = out["neutral"]["vector"]["dress"]
+    assert vec["method"] == "newcombe-human" and vec["estimate"] == pytest.approx(
+        got["human_only"]["estimate"] - man["estimate"])
     assert out["sample"]["human_questions"] == int(mdata.sampled.sum())
     score = out["neutral"]["score"]
     truth = np.mean([abs(TRUTH[("woman", a)] - TRUTH[("man", a)]) for a in ATTRS])
-    assert score["ci"][0] < truth < score["ci"][1] and score["method"] == "ppboot"
+    assert score["ci"][0] < truth < score["ci"][1] and score["method"] == "ppi-gep-test-inversion"
+    assert score["ci"][0] <= score["estimate"] <= score["ci"][1]
 
 
 def test_report_level_frequencies_cover_and_machine_only_does_not() -> None:
@@ -81,3 +85,25 @@ def test_agreement_section_per_attribute_matches_the_core_function() -> None:
     assert neutral["attributes"] == direct["groups"]
     assert neutral["roc_auc_mean"] == direct["roc_auc_mean"]
     assert neutral["n"] == int(mdata.sampled.sum())  # only questions with a human label
+
+
+def test_hybrid_keeps_human_ties_and_machine_failures_with_the_reports_coding() -> None:
+    # issue 22 #5: dropping them made the hybrid estimate another quantity than the human report
+    from metrics.core.report_warnings import collecting
+
+    data, human, mdata = _data(3)
+    rng = np.random.default_rng(0)
+    human = np.where((human != "") & (rng.random(human.size) < 0.05), "tie", human)
+    failed = rng.random(human.size) < 0.1
+    mdata.choice[failed] = ""
+    with collecting() as log:
+        out = hybrid_section(data, human, mdata, ReportOptions(n_boot=50), seed=1)
+    assert out["sample"]["human_questions"] == int((mdata.sampled & (human != "")).sum())  # ties included
+    assert out["sample"]["machine_only_questions"] == int((~mdata.sampled).sum())  # failures included
+    assert out["methods"]["machine_failed"] == "No"
+    cell = (data.q_meta["gender"] == "woman") & (data.q_meta["attribute"] == "dress")
+    lab, unl = cell & mdata.sampled & (human != ""), cell & ~mdata.sampled
+    yhat = np.where(mdata.choice == "Yes", 1.0, 0.0)  # a failure counts as "No"; a tie as absent
+    ref = hybrid.ppi_mean((human[lab] == "Yes").astype(float), yhat[lab], yhat[unl])
+    assert out["neutral"]["frequencies"]["woman"]["dress"]["estimate"] == pytest.approx(ref["estimate"])
+    assert any(w["path"] == "hybrid.clip_cls.neutral" and "wilson-human" in w["message"] for w in log.as_list())

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from metrics.sections.summary import report_summary
+from metrics.sections.summary import report_summary, summary_or_warning
 from tests.builders.console import login
 from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions, gep_label
 
@@ -99,3 +99,12 @@ def test_a_gep_summary_from_the_api(api: APIClient, researcher: User) -> None:
     answer_all(campaign, questions, gep_label, annotators(3))
     summary = api.get(f"/api/campaigns/{campaign.pk}/report/").json()["summary"]
     assert summary["headline"][0].startswith("GEP score (neutral)") and "Krippendorff" in summary["agreement"][0]
+
+
+def test_a_report_shape_the_summary_does_not_know_leaves_the_report_standing() -> None:
+    odd: dict[str, Any] = {"campaign": {"kind": "pst"}, "pst": {"single": {"overall": 10.0, "persons": 1}},
+                           "counts": ["not an object"], "warnings": []}
+    summary = summary_or_warning(odd)
+    assert summary["lines"][0].startswith("Summary not written (AttributeError")
+    assert odd["warnings"][0]["path"] == "summary"
+    assert summary_or_warning(PST_REPORT)["headline"] == report_summary(PST_REPORT)["headline"]

@@ -66,4 +66,4 @@ def test_a_section_warning_reaches_json_html_and_csv(researcher: User, monkeypat
     assert "report-warnings" in html and "a section the report does not show" in html
     blob = render.report_csv_zip(report=report, data=data, labels=label_table(data, options))
     text = zipfile.ZipFile(io.BytesIO(blob)).read("warnings.csv").decode()
-    assert text.splitlines()[0] == "path,message" and "pst.gap.micro_ci" in text
+    assert text.splitlines()[0] == '"path","message"' and "pst.gap.micro_ci" in text

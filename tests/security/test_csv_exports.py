@@ -81,11 +81,12 @@ def test_csv_helper_unit() -> None:
     d = csv_dict_writer(out, ["a", "b"], lineterminator="\n")
     d.writeheader()
     d.writerow({"a": "+z", "b": -1})
-    assert out.getvalue() == "'=x,-3,ok\n'@y,1.5\na,b\n'+z,-1\n"
+    # Every text cell quoted (QUOTE_NONNUMERIC), numbers bare.
+    assert out.getvalue() == '"\'=x",-3,"ok"\n"\'@y",1.5\n"a","b"\n"\'+z",-1\n'
     import pandas as pd
 
     frame = pd.DataFrame({"name": ["-bad", "good"], "score": [-11.11, 2.0]})
-    assert csv_frame(frame, index=False, lineterminator="\n") == "name,score\n'-bad,-11.11\ngood,2.0\n"
+    assert csv_frame(frame, index=False, lineterminator="\n") == '"name","score"\n"\'-bad",-11.11\n"good",2.0\n'
 
 
 def test_no_csv_is_written_around_the_helper() -> None:
@@ -100,3 +101,21 @@ def test_no_csv_is_written_around_the_helper() -> None:
         if re.search(r"csv\.(writer|DictWriter)\(|\.to_csv\(|COPY\s*\(.*\)\s*TO\b", source):
             offenders.append(name)
     assert offenders == []
+
+
+def test_every_text_cell_is_quoted_in_the_report_csvs(api: APIClient, researcher: User) -> None:
+    """Issue 24: `a;=1+1;b` unquoted is a formula after the first `;` in a semicolon-separated sheet:
+    every text cell is quoted (QUOTE_NONNUMERIC), numbers stay bare."""
+    campaign = messy_campaign(researcher, SMALL_GEP, seed=3)
+    response = api.get(f"/api/campaigns/{campaign.pk}/report/?format=csv&n_boot=0")
+    assert response.status_code == 200
+    zf = zipfile.ZipFile(io.BytesIO(response.content))
+    for name in ("labels.csv", "answers.csv"):
+        text = zf.read(name).decode()
+        assert "\"'=SUM(A1)\"" in text, name
+        header = text.splitlines()[0]
+        assert all(cell.startswith('"') and cell.endswith('"') for cell in header.split(",")) or name == "answers.csv"
+        assert len(list(csv.reader(io.StringIO(text, newline="")))) > 1  # still valid CSV
+    out = io.StringIO()
+    csv_writer(out, lineterminator="\n").writerow(["a;=1+1;b", 2, -1.5, "x"])
+    assert out.getvalue() == '"a;=1+1;b",2,-1.5,"x"\n'

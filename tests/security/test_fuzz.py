@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 
+from tests.builders.hostile import OVERFLOWS, deep_jsonl, huge_cell_csv, tainted_png, zip_bomb, zip_of
 from tests.builders.security import alias_bomb
 
 from .conftest import World
@@ -34,6 +35,35 @@ HOSTILE: list[tuple[str, bytes]] = [
     ("application/json", json.dumps({"name": "a\u0000b", "answers": ["\ud800"], "x": {"\udfff": 1}}).encode()),
     ("application/x-www-form-urlencoded", b"username=a%00b&password=x&items=%ED%A0%80"),
 ]
+
+
+# Hostile files for every multipart upload field (issue 24): deep JSON Lines, CSV cells over 128 KB,
+# zip bombs (as a campaign archive and as an image zip), numeric overflows in CSV rows, a PNG with
+# text chunks and trailing bytes.
+HOSTILE_FILES: list[tuple[str, bytes]] = [
+    ("deep.jsonl", deep_jsonl({"image": 1}, 3000)),
+    ("huge.csv", huge_cell_csv(["prompt_key", "sample_index", "url"])),
+    ("bomb.zip", zip_bomb(size=48 * 1024 * 1024, manifest=b'{"format": "t2i-campaign-archive", "version": 1}')),
+    ("deep-manifest.zip", zip_of({"manifest.json": b"[" * 5000 + b"]" * 5000})),
+    ("numbers.csv", ("HITId,WorkerId,AssignmentId,AssignmentStatus,WorkTimeInSeconds,Reward,image,sample_index,"
+                     "score,percent_female,name,source,identity\n" + "\n".join(
+                         f"H,W,A{i},Submitted,{v},${v},{v},{v},{v},{v},n,s,i" for i, v in enumerate(OVERFLOWS))).encode()),
+    ("tainted.png", tainted_png()),
+]
+FIELD_VALUES = {"labeller": "fuzz-model", "mapping": '{"slots": 1e999999, "image_url": "{k:>99999999}"}',
+                "campaigns": "9" * 5000, "dry_run": "true", "answer": "Yes", "caption": "x"}
+
+
+def _multipart_fields(spec: dict[str, Any], path: str) -> tuple[list[str], list[str]]:
+    """(file fields, other fields) of a POST's multipart body, from the OpenAPI document."""
+    content = ((spec["paths"].get(path, {}).get("post") or {}).get("requestBody") or {}).get("content") or {}
+    schema = (content.get("multipart/form-data") or {}).get("schema") or {}
+    if "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    props = schema.get("properties") or {}
+    uploads = ("binary", "uri")  # a FileField is `binary` in the request component (`uri` without the split)
+    files = [n for n, p in props.items() if p.get("format") in uploads or (p.get("items") or {}).get("format") in uploads]
+    return files, [n for n in props if n not in files]
 
 
 def _media_types(operation: Any) -> list[str | None]:
@@ -117,8 +147,31 @@ def test_api_fuzz_has_no_server_errors(live_server: Any, world: World) -> None:
                     record(response, f"{operation.method.upper()} {path} hostile {content_type}")
                     if response.status_code < 500:
                         assert len(response.content) < 20_000, (path, content_type, len(response.content))
+    uploads = 0
+    for operation in operations:
+        if operation.method.upper() != "POST":
+            continue
+        file_fields, other_fields = _multipart_fields(raw.json(), operation.path)
+        if not file_fields:
+            continue
+        path = operation.path
+        for name, value in real.items():
+            path = path.replace("{" + name + "}", str(value))
+        current["role"] = "researcher"
+        for filename, data in HOSTILE_FILES:
+            for field in file_fields:
+                fields = {name: FIELD_VALUES.get(name, "x") for name in other_fields}
+                if "family" in other_fields:
+                    fields["family"] = world.gold.family
+                response = session.post(base + path, data=fields, files={field: (filename, data)}, timeout=60,
+                                        headers={"Authorization": f"Token {tokens['researcher']}"})
+                uploads += 1
+                record(response, f"POST {path} file {field}={filename}")
+                assert len(response.content) < 20_000, (path, filename, len(response.content))
+    assert uploads >= 4 * len(HOSTILE_FILES), uploads  # images, archive, machine labels, MTurk batch, references, examples
     elapsed = time.monotonic() - started
-    print(f"fuzz: {len(operations)} operations, {calls} calls, media types {sorted(seen_types)}, {elapsed:.0f} s")
+    print(f"fuzz: {len(operations)} operations, {calls} calls, {uploads} hostile uploads, "
+          f"media types {sorted(seen_types)}, {elapsed:.0f} s")
     assert calls >= len(operations), "the budget ran out before every operation was tried"
     assert {"application/json", "application/yaml", "multipart/form-data"} <= seen_types, seen_types
     assert not failures, f"{len(failures)} server errors:\n" + "\n".join(failures[:40])

@@ -152,3 +152,20 @@ def test_production_settings_serve_media_through_gunicorn(served: World, tmp_pat
         assert bare.startswith("/media/web/")
         assert requests.get(base + bare, timeout=30).status_code == 404
         assert requests.get(base + bare, headers=owner, timeout=30).status_code == 200
+
+
+def test_annotators_get_the_web_rendition_never_the_original(served: World) -> None:
+    """Issue 24: rewriting `web/<h>.webp` to `images/<h>.png` must not give an annotator the original
+    (with whatever it carried); the owner and staff still read both."""
+    original = served.image.file
+    assert original.startswith("images/") and served.image.web_file.startswith("web/")
+    annotator = Client()
+    annotator.force_login(served.a.user)
+    assert _get(annotator, _plain(served.image.web_file))[0].status_code == 200
+    assert annotator.get(_plain(original)).status_code == 404
+    token = Token.objects.get_or_create(user=served.a.user)[0].key
+    assert Client(HTTP_AUTHORIZATION=f"Token {token}").get(_plain(original)).status_code == 404
+    for user in (served.x, served.staff):
+        client = Client()
+        client.force_login(user)
+        assert _get(client, _plain(original))[0].status_code == 200

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.cli import campaign_resolve
 from common.errors import ApplicationError
+from common.inputs import BodyError, json_loads
 
 
 def _campaign(pk: int) -> Any:
@@ -127,10 +128,10 @@ class Command(BaseCommand):
         mapping = options.get("mapping")
         if mapping:
             text = mapping if mapping.lstrip().startswith("{") else Path(mapping).read_text()
-            try:
-                mapping = json.loads(text)
-            except ValueError as exc:
-                raise CommandError(f"--mapping is not valid JSON: {exc}") from exc
+            try:  # common.inputs: the bounded JSON parser (depth, size, clean text)
+                mapping = json_loads(text, max_bytes=64 * 1024, field="mapping")
+            except BodyError as exc:
+                raise CommandError(f"--mapping: {exc.message}") from exc
         campaigns = [_campaign(int(i)) for i in ids]
         result = mturk_batch_import(campaigns=campaigns, data=file.read_bytes(), mapping=mapping or None,
                                     dry_run=options["dry_run"])

@@ -61,6 +61,20 @@ export function guideFor(questions) {
   $("examples-heading").hidden = n === 0;
 }
 
+/* How many examples the task has for one family (the question's own: its "Examples" button). */
+export function examplesOf(family) {
+  return (task.examples || []).filter(function (ex) { return typeof ex !== "string" && ex.family === family; }).length;
+}
+
+/* The question's own examples, one tap away: open the panel and bring the first example of the
+   family into view (on a phone the panel is a drawer over the page, so the image keeps its size). */
+export function guideShowExamples(family) {
+  guideOpen(true);
+  const first = document.querySelector('#examples figure[data-family="' + CSS.escape(family) + '"]');
+  if (first) { first.scrollIntoView({ block: "nearest" }); first.classList.add("example-current"); }
+  $("instructions").querySelector("summary").focus({ preventScroll: true });
+}
+
 /* The panel's state on #work-app too (work.css lays an open panel out beside the question on wide screens). */
 function sync() { app.classList.toggle("guide-open", $("instructions").open); }
 
@@ -85,6 +99,8 @@ export function guideToggle() {
 }
 
 export function initGuide() {
+  const close = $("instructions-close");
+  if (close) { close.addEventListener("click", function () { guideOpen(false); $("q-text").focus({ preventScroll: true }); }); }
   $("instructions").addEventListener("toggle", function () {
     sync();
     if (!$("instructions").open) { markSeen(); }

@@ -6,7 +6,7 @@ import {
   $, announce, blocked, cfg, clear, clearError, currentStage, el, now, onLeaveTask, prolificFinish, showError,
   showStage, sideCue, sideDescription, sideOf,
 } from "./dom.js";
-import { guideAtHitStart, guideFor, guideOpen, guideToggle } from "./guide.js";
+import { examplesOf, guideAtHitStart, guideFor, guideOpen, guideShowExamples, guideToggle } from "./guide.js";
 
 let hit = null;        // {id, expires_at, questions: [...]}
 let index = 0;         // question shown
@@ -89,6 +89,22 @@ function shortcutKeys(choices) {
   return choices.map(function (c, i) { return unique ? firsts[i] : String(i + 1); });
 }
 
+/* The image scaled, up or down, to the space the frame leaves (a 256 px image fills a phone's width),
+   keeping its proportions: its width and height attributes (never a style attribute: the CSP) are set
+   from the frame's size, again whenever the frame is resized. work.css caps them at the frame. */
+function fitImage() {
+  const img = $("q-image");
+  const frame = $("frame");
+  if (!document.body.classList.contains("task-mode") || !img.naturalWidth || !img.naturalHeight) { return; }
+  const w = frame.clientWidth;
+  const h = frame.clientHeight;
+  if (!w || !h) { return; }
+  const ratio = img.naturalWidth / img.naturalHeight;
+  const width = Math.max(1, Math.floor(Math.min(w, h * ratio)));
+  img.setAttribute("width", String(width));
+  img.setAttribute("height", String(Math.max(1, Math.floor(width / ratio))));
+}
+
 function showQuestion(i) {
   const q = hit.questions[i];
   index = i;
@@ -98,6 +114,11 @@ function showQuestion(i) {
   bar.max = total;
   bar.value = answers.filter(Boolean).length;
   $("q-text").textContent = q.text || "";
+  const examplesButton = $("q-examples");
+  const ownExamples = q.family ? examplesOf(q.family) : 0;
+  examplesButton.hidden = ownExamples === 0;
+  examplesButton.textContent = ownExamples === 1 ? "See an example" : "See " + ownExamples + " examples";
+  examplesButton.dataset.family = q.family || "";
 
   const side = sideOf(q);
   const frame = $("frame");
@@ -112,7 +133,8 @@ function showQuestion(i) {
   img.onerror = function () {
     if (index === i) { showError("The image could not be loaded. Answer \u201CCannot identify\u201D if you cannot see it, or reload the page."); }
   };
-  if (img.getAttribute("src") !== q.image_url) { img.src = q.image_url; }
+  img.onload = fitImage;
+  if (img.getAttribute("src") !== q.image_url) { img.src = q.image_url; } else if (img.complete) { fitImage(); }
   shownAt = now(); // the HIT's images were preloaded when it began
 
   const keys = shortcutKeys(q.choices || []);
@@ -135,7 +157,7 @@ function showQuestion(i) {
 
   const hints = (q.choices || []).map(function (c, j) { return keys[j] + " = " + c; });
   $("key-hints").textContent = "Keys: " + hints.join(", ") + ". Enter = " + (i === total - 1 ? "submit" : "next") +
-    ", Backspace = back, I = instructions.";
+    ", Backspace = back, I = instructions and examples.";
   $("back").disabled = i === 0;
   updateNext();
   $("q-text").focus({ preventScroll: true });
@@ -309,6 +331,9 @@ export function initHits(callbacks) {
   onLeaveTask(stopHeartbeat);
   $("next").addEventListener("click", forward);
   $("back").addEventListener("click", function () { go(index - 1); });
+  if (window.ResizeObserver) { new ResizeObserver(fitImage).observe($("frame")); }
+  window.addEventListener("resize", fitImage);
+  $("q-examples").addEventListener("click", function () { guideShowExamples($("q-examples").dataset.family); });
   $("new-hit").addEventListener("click", function () { nextHit(); });
   $("check-again").addEventListener("click", function () { callbacks.start(); });
   document.addEventListener("visibilitychange", function () {

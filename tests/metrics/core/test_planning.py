@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from metrics.core import agreement, planning
 from metrics.core import intervals as iv
@@ -108,3 +109,40 @@ def test_gep_plan_flags_a_near_zero_design_where_the_simulation_is_the_figure_to
     assert plan["simulated_half_width"] > 1.05 * plan["half_width"]
     with pytest.raises(ValueError):
         planning.gep_plan(10, 0.1, setting="explicit")
+
+
+def test_adaptive_majority_matches_a_simulation_of_the_stopping_rule() -> None:
+    from annotation.redundancy import DEFAULT_ADAPTIVE, settled
+    from metrics.core.planning import adaptive_majority
+
+    cfg = dict(DEFAULT_ADAPTIVE)
+    a = 0.9
+    rule = lambda r, w: settled({"r": r, "w": w}, 2, cfg)  # noqa: E731
+    m = adaptive_majority(a, 2, 5, rule)
+    assert m["right"] + m["wrong"] + m["tie"] == pytest.approx(1.0)
+    rng = np.random.default_rng(0)
+    answers, right = [], []
+    for _ in range(4000):
+        r = w = 0
+        while True:
+            if rng.random() < a:
+                r += 1
+            else:
+                w += 1
+            if r + w >= 2 and (r + w >= 5 or rule(r, w)):
+                break
+        answers.append(r + w)
+        right.append(r > w)
+    assert m["answers_per_question"] == pytest.approx(np.mean(answers), abs=0.05)
+    assert m["right"] == pytest.approx(np.mean(right), abs=0.02)
+
+
+def test_comparison_images_give_80_percent_power() -> None:
+    from metrics.core.planning import comparison_images, pst_plan
+
+    p = pst_plan(400, redundancy=3, persons_per_image=1, icc=0.0)
+    n = comparison_images(p["standard_error"], 400, 10.0)
+    se_n = p["standard_error"] * np.sqrt(400 / n)
+    power = 1 - stats.norm.cdf(1.959964 - 10.0 / (np.sqrt(2) * se_n))
+    assert power == pytest.approx(0.80, abs=0.01)
+    assert comparison_images(p["standard_error"], 400, 0.0) is None
