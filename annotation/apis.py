@@ -33,7 +33,7 @@ from common.uploads import upload_check
 from . import inputs, selectors
 from .families import campaign_families
 from .hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
-from .models import Assignment
+from .models import Annotator, Assignment
 from .services.annotators import annotator_create, annotator_update, enrollment_consent
 from .services.examples import EXAMPLES_PER_FAMILY, example_add, example_delete
 from .services.lifecycle import (
@@ -296,8 +296,19 @@ class QualificationAttemptApi(APIView):
 # ---------------------------------------------------------------------------------------------
 # HITs
 # ---------------------------------------------------------------------------------------------
+def nothing_now(*, campaign_id: int, annotator: Annotator) -> Response:
+    """The 204 of an empty HIT request: `Retry-After` when more work may come for this annotator."""
+    response = Response(status=status.HTTP_204_NO_CONTENT)
+    wait = selectors.hit_retry_after(campaign_id=campaign_id, annotator=annotator)
+    if wait is not None:
+        response["Retry-After"] = str(wait)
+    return response
+
+
 class AssignmentNextApi(APIView):
-    """Get a HIT: 201 new, 200 the one already held, 204 nothing left for this annotator."""
+    """Get a HIT: 201 new, 200 the one already held, 204 nothing left for this annotator: with a
+    `Retry-After` header (seconds) when more may come later (adaptive redundancy: answers in flight
+    may reopen questions), without one when the annotator is finished."""
 
     permission_classes = [IsAuthenticated]
 
@@ -306,7 +317,7 @@ class AssignmentNextApi(APIView):
         annotator = selectors.annotator_of(request.user)
         payload, created = assignment_next(annotator=annotator, campaign_id=campaign_id)
         if payload is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
+            return nothing_now(campaign_id=campaign_id, annotator=annotator)
         return Response(payload, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

@@ -45,7 +45,6 @@ from generation.importer import image_url_problem
 from generation.models import Image
 from generation.storage import storage_key_problem
 
-from .labels import labels_recompute
 from .media_views import CONTENT_ADDRESSED
 from .models import (
     Annotator,
@@ -57,6 +56,7 @@ from .models import (
     QualificationItem,
     Question,
 )
+from .services.derived import answers_derive, counters_recount
 
 FORMAT = "t2i-campaign-archive"
 VERSION = 1
@@ -394,14 +394,8 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campa
         raise
     except (TypeError, ValueError, KeyError, OverflowError, DataError) as exc:
         raise _bad(f"malformed field ({brief(str(exc))[1:-1]})") from None
-    # Counters follow the answers (the archive's `assigned` included live leases that are gone).
-    from django.db.models import Count, F
-    from django.db.models.functions import Least
-
-    for row in Answer.objects.filter(campaign=campaign, corrects__isnull=True).values("question_id").annotate(
-            n=Count("id")):
-        Question.objects.filter(pk=row["question_id"]).update(completed=row["n"], assigned=Least(row["n"], F("required")))
-    from .spec_section import annotation_settings
-
-    labels_recompute(campaign_id=campaign.pk, exclude_blocked=annotation_settings(campaign)["exclude_flagged_answers"])
+    # Counters follow the answers (the archive's `assigned` included live leases that are gone), then
+    # everything else derived from them (annotation.services.derived).
+    counters_recount(campaign_id=campaign.pk)
+    answers_derive(campaign_id=campaign.pk)
     return campaign

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -319,3 +319,47 @@ def redundancy_spent(*, campaign: Campaign, fixed_r: int | None = None) -> dict[
     answers = dict(Answer.objects.filter(campaign=campaign, question__is_gold=False, corrects__isnull=True)
                    .values("question__setting").annotate(n=Count("id")).values_list("question__setting", "n"))
     return redundancy_summary(redundancy, questions=questions, answers=answers, fixed_r=fixed_r)
+
+
+# How long a client waits before asking again when nothing is left only for now (a 204 with Retry-After).
+HIT_RETRY_AFTER_S = 30
+
+
+def hit_retry_after(*, campaign_id: int, annotator: Annotator) -> int | None:
+    """After an empty HIT request: seconds to wait before asking again when more work may still come
+    for this annotator, else None (finished). Only under adaptive redundancy: a question they have not
+    seen, with answers in flight (`assigned > completed`) and room to grow (`required < max`), may
+    want one more answer once those are in (`annotation.services.derived`). One query (two with the
+    campaign's settings)."""
+    from django.db.models import Exists, OuterRef
+
+    from .models import AssignmentItem
+    from .redundancy import is_adaptive
+
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None:
+        return None
+    redundancy = annotation_settings(campaign)["redundancy"]
+    if not is_adaptive(redundancy):
+        return None
+    unqualified = (Qualification.objects.filter(campaign_id=campaign_id)
+                   .filter(~Exists(QualificationAttempt.objects.filter(qualification=OuterRef("pk"), annotator=annotator,
+                                                                       passed=True)))
+                   .values("family"))
+    pending = (Question.objects.filter(campaign_id=campaign_id, is_gold=False, required__gt=0,
+                                       required__lt=redundancy["max"], assigned__gt=F("completed"),
+                                       image__excluded=False)
+               .filter(~Exists(ExampleImage.objects.filter(image_id=OuterRef("image_id"))))
+               .exclude(family__in=unqualified)
+               .filter(~Exists(AssignmentItem.objects.filter(question=OuterRef("pk"), annotator=annotator))))
+    return HIT_RETRY_AFTER_S if pending.exists() else None
+
+
+def data_revision(*, campaign_id: int) -> str:
+    """The campaign's data revision: `<data_changes>.<answers>.<highest answer id>`. Two queries, read
+    before the data a snapshot is built from (a write committed in between makes the next read a new
+    revision, never an old one with new data hidden). The answer count catches an insert that commits
+    after a higher id did (ids are taken before commit); answers are append-only."""
+    changes = Campaign.objects.filter(pk=campaign_id).values_list("data_changes", flat=True).first() or 0
+    answers = Answer.objects.filter(campaign_id=campaign_id).aggregate(n=Count("id"), last=Max("id"))
+    return f"{changes}.{answers['n']}.{answers['last'] or 0}"

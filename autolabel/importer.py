@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.models import Question
+from annotation.services.derived import revision_bump
 from campaigns.models import Campaign
 from common.errors import ApplicationError
 from common.inputs import BodyError, brief
@@ -141,4 +142,5 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         if job.status != AutolabelJob.Status.RUNNING:
             job.status, job.total = AutolabelJob.Status.IMPORTED, max(stored, job.total)
         job.save()
+        revision_bump(campaign_ids=[campaign.pk])  # machine and hybrid reports read these labels
     return {"rows": len(labels), "labeller": labeller}

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 
 from annotation.models import Question
+from annotation.services.derived import revision_bump
 from campaigns.models import Campaign
 from campaigns.spec import Problems
 from campaigns.spec.autolabel import OPTIONS, labeller_config
@@ -158,6 +159,8 @@ def labels_compute(*, job_id: int, run: int, question_ids: list[int]) -> dict[st
             MachineLabelFailure(campaign_id=job.campaign_id, question_id=r.question_id, labeller=job.labeller,
                                 error=r.error[:1000]) for r in bad],
             update_conflicts=True, unique_fields=["question", "labeller"], update_fields=["error"])
+        # Machine and hybrid reports read these labels (and the CLIPScores the run stored before).
+        revision_bump(campaign_ids=[job.campaign_id])
     _job_refresh(job_id=job_id, stats=ctx.stats)
     return {"labelled": len(ok), "failed": len(bad)}
 

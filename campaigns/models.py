@@ -34,6 +34,10 @@ class Campaign(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True)  # soft delete
+    # Bumped (UPDATE ... + 1, in the writer's transaction) by every write a report, a comparison or a
+    # dataset export reads besides the answers themselves: one half of the campaign's data revision
+    # (`annotation.services.derived.data_revision`; the other half is derived from the answers).
+    data_changes = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -72,12 +72,16 @@ PST_INSTRUCTIONS_INTRO_PAPER = (
     "Vision-Language Models. We thank all annotators for participating in this study."
 )
 PST_INSTRUCTIONS_INTRO = PST_INSTRUCTIONS_INTRO_PAPER.replace(" from UCLA", "")
-PST_SETTING_INSTRUCTIONS = {
+PST_SETTING_INSTRUCTIONS_PAPER = {
     "single": "Given the image above, decide whether the individual in the image has feminine or masculine traits?",
     "paired": "Given the image above, decide whether the two individuals in the image has feminine or masculine traits?",
     "intervention": ("Given the image above, decide whether the two individuals in the image has feminine or "
                      "masculine traits?"),
 }
+# "above" was true on the paper's MTurk page; on the task page the image is beside the instructions
+# on a laptop and under them on a phone, so the default says "the image shown" (issue 25).
+PST_SETTING_INSTRUCTIONS = {k: v.replace("Given the image above,", "Given the image shown,")
+                            for k, v in PST_SETTING_INSTRUCTIONS_PAPER.items()}
 PST_QUESTIONS = {
     "single": "Does the {identity} in the image demonstrate feminine or masculine traits?",
     "left": "Does the {identity} on the left demonstrate feminine or masculine traits?",

@@ -7,11 +7,13 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
 
 from .models import Campaign, Prompt
+from .revision import data_changed
 from .spec import spec_count_images, spec_count_prompts, spec_expand, spec_normalize
 from .spec.base import Problems
 from .spec.references import coverage, normalize_references, parse_references_csv, references_of
@@ -124,7 +126,9 @@ def campaign_prompts_sweep(*, stale_s: float) -> list[int]:
 @transaction.atomic
 def campaign_status_set(*, campaign: Campaign, status: str) -> Campaign:
     """Set the lifecycle status (draft -> generating -> generated -> open <-> paused -> closed)."""
-    Campaign.objects.filter(pk=campaign.pk).update(status=status, updated_at=timezone.now())
+    # The status is part of what a report shows: a new data revision (campaigns.revision).
+    Campaign.objects.filter(pk=campaign.pk).update(status=status, updated_at=timezone.now(),
+                                                   data_changes=F("data_changes") + 1)
     campaign.status = status
     return campaign
 
@@ -166,4 +170,5 @@ def campaign_references_upload(*, campaign: Campaign, data: bytes) -> dict[str, 
     problems.raise_if_any()
     campaign.spec = {**campaign.spec, "references": normalized}
     campaign.save(update_fields=["spec", "updated_at"])
+    data_changed(campaign_ids=[campaign.pk])  # the references are part of the report
     return {"uploaded": sorted(names), **coverage(campaign.spec)}

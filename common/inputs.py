@@ -60,6 +60,24 @@ def brief(value: Any, limit: int = ECHO_LIMIT) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "\u2026"
 
 
+def yaml_error_text(exc: Exception) -> str:
+    """A YAML error in one readable line: what was wrong and where ("did not find expected ',' or ']'
+    at line 2, column 1, while parsing a flow sequence"), bounded; never the repr with literal \\n."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    context = getattr(exc, "context", None)
+    if problem is None:
+        text = " ".join(str(exc).split())
+    else:
+        text = str(problem)
+        if mark is not None:
+            text += f" at line {mark.line + 1}, column {mark.column + 1}"
+        if context:
+            text += f", {context}"
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:299] + "\u2026"
+
+
 def max_depth() -> int:
     return int(getattr(settings, "REQUEST_MAX_DEPTH", DEFAULT_MAX_DEPTH))
 
@@ -271,8 +289,7 @@ def yaml_loads(text: str | bytes, *, max_bytes: int | None = None, max_nodes: in
                 depth -= 1
         data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
-        raise BodySyntaxError(f"YAML parse error: {brief(str(exc), 300)[1:-1]}",
-                              errors={"body": ["not valid YAML"]}) from None
+        raise BodySyntaxError(f"YAML parse error: {yaml_error_text(exc)}", errors={"body": ["not valid YAML"]}) from None
     except (ValueError, OverflowError) as exc:  # e.g. an integer of more than 4300 digits
         raise BodyError(f"YAML value error: {brief(str(exc))[1:-1]}", errors={"body": ["not valid YAML"]}) from None
     check_tree(data)

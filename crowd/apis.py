@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.apis import QualificationAttemptApi
+from annotation.apis import QualificationAttemptApi, nothing_now
 from campaigns.selectors import campaign_get
 from common.edge import body_parse
 from common.errors import ApplicationError
@@ -37,7 +37,8 @@ class MTurkBatchImportInput(serializers.Serializer):
 
 class MTurkAssignmentApi(APIView):
     """The product HIT of an accepted MTurk assignment: {"assignmentId", "hitId"} -> 201 new, 200 the
-    same one again (or `"status": "submitted"` once submitted), 204 no work left."""
+    same one again (or `"status": "submitted"` once submitted), 204 no work left (with `Retry-After`
+    when more may come: `annotation.apis.nothing_now`)."""
 
     permission_classes = [IsAuthenticated]
 
@@ -50,7 +51,7 @@ class MTurkAssignmentApi(APIView):
                                                           assignment_id=data.get("assignmentId"),
                                                           hit_id=data.get("hitId"))
         if payload is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
+            return nothing_now(campaign_id=campaign_id, annotator=annotator)
         return Response(payload, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 

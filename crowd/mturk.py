@@ -16,9 +16,9 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from django.conf import settings
-from django.utils import timezone
 
 from annotation.models import Annotator, Assignment, Qualification
+from annotation.services.external import assignment_review_sent
 from annotation.services.review import assignments_auto_approve
 from campaigns.models import Campaign
 from common.errors import ApplicationError
@@ -307,4 +307,4 @@ def _apply_review(client: Any, local: Assignment, remote: dict[str, Any], result
                 raise
         MTurkBonus.objects.get_or_create(assignment=local, defaults={"amount": local.bonus, "token": token})
         result.bonuses += 1
-    Assignment.objects.filter(pk=local.pk, reviewed_at__isnull=True).update(reviewed_at=timezone.now())
+    assignment_review_sent(assignment_id=local.pk)

@@ -15,24 +15,18 @@ were not accepted by the requester.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
-import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.db import connection, transaction
-from django.db.models import F
-from django.db.models.functions import Lower
+from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Annotator, Answer, Assignment, AssignmentItem, Question
+from annotation.models import Assignment, Question
+from annotation.services.answers import ImportedHit, answers_import, mturk_annotators_ensure, rows_insert
 from campaigns.models import Campaign
-from common import fastpath
-from common.accounts import EXTERNAL_ID_RULE, external_id_valid, username_taken
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
@@ -280,109 +274,28 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     return result
 
 
-def _insert_rows(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]], *, batch_size: int = 5000) -> None:
-    """Insert plain tuples without building model instances: COPY on PostgreSQL, bulk_create
-    elsewhere. A million answers and as many lease rows took ~2 minutes and ~1.5 GB as model
-    instances through bulk_create (bench/imports.py); COPY streams them. Constraints are checked
-    alike, and errors come out as Django's (IntegrityError)."""
-    if not fastpath.enabled("mturk_import"):
-        model.objects.bulk_create((model(**dict(zip(columns, row, strict=True))) for row in rows),
-                                  batch_size=batch_size)
-        return
-    table = connection.ops.quote_name(model._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(model._meta.get_field(c).column) for c in columns)
-    with connection.cursor() as cursor, connection.wrap_database_errors:
-        with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
 
 
 @transaction.atomic
 def _write(planned: list[dict[str, Any]]) -> None:
-    User = get_user_model()
-    workers = sorted({p["worker"] for p in planned})
-    # The worker's MTurk link account (never a password account that claims the id, never a user who
-    # took the name `mturk-<id>` first: a taken name gets a suffix, as on the link).
-    link = Annotator.objects.filter(kind=Annotator.Kind.MTURK)
-    existing = dict(link.filter(mturk_worker_id__in=workers).values_list("mturk_worker_id", "id"))
-    new = [w for w in workers if w not in existing]
-    if new:
-        names = {w: f"mturk-{w}" for w in new}
-        taken = set(User.objects.annotate(lower=Lower("username"))
-                    .filter(lower__in=[n.lower() for n in names.values()]).values_list("lower", flat=True))
-        for w, name in names.items():
-            if name.lower() in taken:  # a stable suffix (both import paths agree), random if that is taken too
-                names[w] = f"{name}-{hashlib.sha256(w.encode()).hexdigest()[:6]}"
-                if username_taken(names[w]):
-                    names[w] = f"{name}-{secrets.token_hex(3)}"
-        users = User.objects.bulk_create([User(username=names[w], password="!") for w in new])
-        by_name = {u.username: u for u in users}
-        Annotator.objects.bulk_create([Annotator(user=by_name[names[w]], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
-                                       for w in new])
-        existing.update(link.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
-    now = timezone.now()
+    """Through annotation's write path (`annotation.services.answers.answers_import`: answers, leases,
+    counters, labels, adaptive `required`, the data revision); crowd keeps only its own records."""
+    annotators = mturk_annotators_ensure(worker_ids=[p["worker"] for p in planned])
     review = {"Approved": Assignment.Review.APPROVED, "Rejected": Assignment.Review.REJECTED}
     # One product assignment per (MTurk assignment, campaign it touches).
     keys: list[tuple[int, int]] = []  # (planned index, campaign id)
+    hits: list[ImportedHit] = []
     for i, p in enumerate(planned):
+        ms = int(p["seconds"] * 1000 / max(1, len(p["answers"])))
         for cid in sorted({a[2] for a in p["answers"]}):
             keys.append((i, cid))
-    if fastpath.enabled("mturk_import"):  # ids taken from the sequence up front, rows COPYed with them
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                           [Assignment._meta.db_table, len(keys)])
-            ids = [r[0] for r in cursor.fetchall()]
-        _insert_rows(Assignment, ["id", "campaign_id", "annotator_id", "status", "created_at", "expires_at",
-                                  "submitted_at", "submission_digest", "review", "review_reason", "reward", "bonus",
-                                  "external_hit_id"],
-                     ((pk, cid, existing[planned[i]["worker"]], Assignment.Status.SUBMITTED.value, now, now, now, "",
-                       review.get(planned[i]["status"], Assignment.Review.PENDING).value, "",
-                       planned[i]["reward"], Decimal("0"), planned[i]["hit"])
-                      for pk, (i, cid) in zip(ids, keys, strict=True)))
-    else:
-        ids = [a.pk for a in Assignment.objects.bulk_create([
-            Assignment(campaign_id=cid, annotator_id=existing[planned[i]["worker"]], status=Assignment.Status.SUBMITTED,
-                       expires_at=now, submitted_at=now,
-                       review=review.get(planned[i]["status"], Assignment.Review.PENDING),
-                       external_hit_id=planned[i]["hit"], reward=planned[i]["reward"])
-            for i, cid in keys
-        ], batch_size=2000)]
-    _insert_rows(MTurkAssignmentRecord, ["campaign_id", "assignment_id", "mturk_assignment_id", "mturk_hit_id",
-                                         "worker_id", "status", "source", "created_at"],
-                 ((cid, pk, planned[i]["assignment"], planned[i]["hit"], planned[i]["worker"], planned[i]["status"],
-                   "batch-csv", now) for (i, cid), pk in zip(keys, ids, strict=True)))
-    assignment_of = dict(zip(keys, ids, strict=True))
-    per_question: dict[int, int] = {}
-    for p in planned:
-        for qid, _, _ in p["answers"]:
-            per_question[qid] = per_question.get(qid, 0) + 1
-
-    def answer_rows() -> Iterable[tuple[int, int, int, int, str, int, int]]:
-        for i, p in enumerate(planned):
-            ms = int(p["seconds"] * 1000 / max(1, len(p["answers"])))
-            annotator_id = existing[p["worker"]]
-            for pos, (qid, choice, cid) in enumerate(p["answers"]):
-                yield cid, qid, annotator_id, assignment_of[(i, cid)], choice, ms, pos
-
-    _insert_rows(AssignmentItem, ["assignment_id", "question_id", "annotator_id", "position", "status"],
-                 ((a, q, w, pos, AssignmentItem.Status.ANSWERED.value) for _, q, w, a, _, _, pos in answer_rows()))
-    _insert_rows(Answer, ["campaign_id", "question_id", "annotator_id", "assignment_id", "choice", "time_ms",
-                          "source", "created_at"],
-                 ((cid, q, w, a, choice, ms, "mturk-import", now) for cid, q, w, a, choice, ms, _ in answer_rows()))
-    # Counters: a question answered by more workers than its R gets R raised to that number.
-    if fastpath.enabled("mturk_import"):  # one statement (arrays), not two per chunk and count
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Question._meta.db_table} q SET required = GREATEST(q.required, q.assigned + v.n), "
-                "assigned = q.assigned + v.n, completed = q.completed + v.n "
-                "FROM unnest(%s::bigint[], %s::int[]) AS v(id, n) WHERE q.id = v.id",
-                [list(per_question), list(per_question.values())])
-        return
-    by_count: dict[int, list[int]] = {}
-    for qid, n in per_question.items():
-        by_count.setdefault(n, []).append(qid)
-    for n, qids in by_count.items():
-        for start in range(0, len(qids), 5000):
-            chunk = qids[start:start + 5000]
-            Question.objects.filter(id__in=chunk, required__lt=F("assigned") + n).update(required=F("assigned") + n)
-            Question.objects.filter(id__in=chunk).update(assigned=F("assigned") + n, completed=F("completed") + n)
+            hits.append(ImportedHit(
+                campaign_id=cid, annotator_id=annotators[p["worker"]],
+                review=review.get(p["status"], Assignment.Review.PENDING).value, reward=p["reward"],
+                external_hit_id=p["hit"], answers=[(qid, choice, ms) for qid, choice, c in p["answers"] if c == cid]))
+    ids = answers_import(hits=hits, source="mturk-import")
+    now = timezone.now()
+    rows_insert(MTurkAssignmentRecord, ["campaign_id", "assignment_id", "mturk_assignment_id", "mturk_hit_id",
+                                        "worker_id", "status", "source", "created_at"],
+                ((cid, pk, planned[i]["assignment"], planned[i]["hit"], planned[i]["worker"], planned[i]["status"],
+                  "batch-csv", now) for (i, cid), pk in zip(keys, ids, strict=True)))

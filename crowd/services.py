@@ -8,14 +8,12 @@ replace it with a stub and nothing ever reaches Amazon.
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
@@ -29,15 +27,18 @@ from annotation.models import (
     QualificationAttempt,
     Question,
 )
+from annotation.services.external import annotator_for_platform, assignment_external_set
 from annotation.services.qualification import qualification_attempt
 from campaigns.models import Campaign
-from common.accounts import EXTERNAL_ID_RULE, external_id_valid, username_taken
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from . import mturk
 
 log = logging.getLogger(__name__)
 
+# MTurk's ids (worker, assignment, HIT) and Prolific's (participant, study, session) are short
+# alphanumeric strings; anything else is refused before it reaches the database or a page.
 PREVIEW_ASSIGNMENT_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 # Where the page may POST the finished assignment (MTurk's `turkSubmitTo`): production and sandbox.
 MTURK_SUBMIT_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -89,21 +90,7 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
     field = PLATFORM_FIELDS[Annotator.Kind(platform)]
     if not valid_external_id(external_id):
         raise ApplicationError(f"Invalid {field}.", errors={field: [EXTERNAL_ID_RULE]})
-    # Only the platform's own link account: a password account claiming the id (sign-up, profile)
-    # never takes the platform's flow from the worker who holds it there.
-    found = Annotator.objects.filter(kind=platform, **{field: external_id}).select_related("user").first()
-    if found is not None:
-        return found, False
-    User = get_user_model()
-    try:
-        with transaction.atomic():
-            username = f"{platform}-{external_id}"
-            if username_taken(username):
-                username = f"{platform}-{external_id}-{secrets.token_hex(3)}"
-            user = User.objects.create_user(username=username, password=None)
-            return Annotator.objects.create(user=user, kind=platform, **{field: external_id}), True
-    except IntegrityError:
-        return Annotator.objects.select_related("user").get(kind=platform, **{field: external_id}), False
+    return annotator_for_platform(kind=platform, field=field, external_id=external_id)
 
 
 def mturk_annotator(*, worker_id: str) -> Annotator:
@@ -147,7 +134,7 @@ def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_
         if existing.status == Assignment.Status.ACTIVE and existing.expires_at > timezone.now():
             return assignment_payload(existing), False
         # Expired or returned: the MTurk assignment is still open; its ids move to a new HIT.
-        Assignment.objects.filter(pk=existing.pk).update(external_assignment_id=None)
+        assignment_external_set(assignment_id=existing.pk, external_assignment_id=None)
     payload, created = assignment_next(annotator=annotator, campaign_id=campaign_id)
     if payload is None:
         return None, False
@@ -157,7 +144,7 @@ def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_
             "You are already working on another HIT of this study (MTurk assignment "
             f"{held.external_assignment_id}). Finish or return that HIT first, or wait until it expires.",
             errors={"assignmentId": ["another HIT is in progress"]})
-    Assignment.objects.filter(pk=held.pk).update(external_assignment_id=assignment_id, external_hit_id=hit_id)
+    assignment_external_set(assignment_id=held.pk, external_assignment_id=assignment_id, external_hit_id=hit_id)
     return payload, created
 
 
@@ -213,10 +200,9 @@ def has_work(*, annotator: Annotator, campaign: Campaign) -> bool:
 
 
 def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
-    """"complete" (quota of submitted HITs reached; or consented, some work submitted, and no test
-    left to take and nothing left to do, or the campaign closed), "no_work" (the same end with no
-    work submitted: no code), "screen_out" (a qualification test failed with no attempts left) or
-    "continue"."""
+    """"complete" (quota of submitted HITs reached; or consented, no test left to take and nothing
+    left to do; or the campaign closed), "screen_out" (a qualification test failed with no attempts
+    left) or "continue"."""
     quota = prolific_settings(campaign)["hits_per_participant"]
     submitted = Assignment.objects.filter(annotator=annotator, campaign=campaign,
                                           status=Assignment.Status.SUBMITTED).count()
@@ -234,11 +220,9 @@ def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
         takeable = takeable or not any(mine)
     consented = Enrollment.objects.filter(annotator=annotator, campaign=campaign,
                                           consented_at__isnull=False).exists()
-    # The completion code pays: it goes only to a participant who submitted work. A campaign that
-    # closed, or has nothing left for them, before they did any ends without a code ("no_work": they
-    # return the study on Prolific), so a made-up PROLIFIC_PID earns nothing.
-    ended = campaign.status == Campaign.Status.CLOSED or (
-        not takeable and campaign.status == Campaign.Status.OPEN and not has_work(annotator=annotator, campaign=campaign))
-    if consented and ended:
-        return "complete" if submitted > 0 else "no_work"
+    if campaign.status == Campaign.Status.CLOSED and consented:
+        return "complete"
+    if consented and not takeable and campaign.status == Campaign.Status.OPEN \
+            and not has_work(annotator=annotator, campaign=campaign):
+        return "complete"
     return "continue"

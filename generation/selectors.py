@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.files.storage import default_storage
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from campaigns.models import Campaign
@@ -33,7 +33,9 @@ def image_url(*, web_file: str = "", file: str = "", source_url: str = "") -> st
 def image_progress(campaign: Campaign) -> dict[str, Any]:
     """Image counts by status, and the recent rate and ETA, in one query (progress of
     `GET /api/campaigns/{id}/`). Rate: images finished in the last 10 minutes per minute, measured
-    from the first of them; ETA: pending + running at that rate (null when nothing is moving)."""
+    from the first of them to now while work remains, and to the last of them once nothing is pending
+    or running (so a finished generation keeps the rate it ran at instead of decaying with the clock);
+    ETA: pending + running at that rate (null when nothing is moving)."""
     S = Image.Status
     now = timezone.now()
     recent = Q(finished_at__gte=now - RATE_WINDOW)
@@ -48,13 +50,15 @@ def image_progress(campaign: Campaign) -> dict[str, Any]:
         images_excluded=Count("id", filter=Q(excluded=True)),
         _recent=Count("id", filter=recent),
         _recent_first=Min("finished_at", filter=recent),
+        _recent_last=Max("finished_at", filter=recent),
     )
-    recent_count, first = counts.pop("_recent"), counts.pop("_recent_first")
+    recent_count, first, last = counts.pop("_recent"), counts.pop("_recent_first"), counts.pop("_recent_last")
+    remaining = counts["images_pending"] + counts["images_running"]
     rate = None
     if recent_count and first is not None:
-        elapsed = max((now - first).total_seconds(), 1.0)
+        end = now if remaining else (last or now)
+        elapsed = max((end - first).total_seconds(), 1.0)
         rate = round(recent_count * 60.0 / elapsed, 2) if recent_count > 1 else None
-    remaining = counts["images_pending"] + counts["images_running"]
     counts["images_per_minute"] = rate
     counts["eta_seconds"] = round(remaining * 60.0 / rate) if rate and remaining else (0 if not remaining else None)
     return counts

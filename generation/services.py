@@ -14,6 +14,7 @@ from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from campaigns.models import Campaign, Prompt
+from campaigns.revision import data_changed
 from campaigns.services import campaign_status_set
 from common.errors import ApplicationError, ConflictError
 from common.outbound import clip
@@ -54,6 +55,8 @@ def images_plan(*, campaign: Campaign, prompt_chunk: int | None = None) -> int:
     def flush() -> None:
         with transaction.atomic():
             Image.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+            if rows:
+                data_changed(campaign_ids=[campaign.pk])  # the report counts images
         rows.clear()
 
     for n, (prompt_id, samples, seeds) in enumerate(prompts.iterator(chunk_size=2000), start=1):
@@ -261,6 +264,8 @@ def generation_retry_failed(*, campaign: Campaign) -> dict[str, Any]:
         raise ConflictError(f"Campaign {campaign.pk} is {campaign.status}: images can no longer be generated.")
     reset = Image.objects.filter(campaign=campaign, status=S.FAILED).update(
         status=S.PENDING, error="", task_id="", queued_at=None, updated_at=timezone.now())
+    if reset:
+        data_changed(campaign_ids=[campaign.pk])
     ids = _pending_ids(campaign)
     report = _publish_on_commit(campaign, ids, {"reset": reset})
     if ids:
@@ -389,14 +394,20 @@ def image_complete(*, image_id: int, task_id: str, output: GenerationOutput, bac
             image.file, image.web_file, image.sha256 = stored.file, stored.web_file, stored.sha256
             image.width, image.height = stored.width, stored.height
         image.save()
+        data_changed(campaign_ids=[image.campaign_id])  # the report counts images done / filtered
         return True
 
 
 def images_fail(*, image_ids: Iterable[int], task_id: str, error: str) -> int:
     """Mark this task's running images failed with the reason (a permanent error, or retries
     exhausted)."""
-    return Image.objects.filter(id__in=list(image_ids), status=S.RUNNING, task_id=task_id).update(
-        status=S.FAILED, error=clip(error, ERROR_CHARS), finished_at=timezone.now(), updated_at=timezone.now())
+    with transaction.atomic():
+        ids = list(image_ids)
+        failed = Image.objects.filter(id__in=ids, status=S.RUNNING, task_id=task_id).update(
+            status=S.FAILED, error=clip(error, ERROR_CHARS), finished_at=timezone.now(), updated_at=timezone.now())
+        if failed:  # the report counts failed images
+            data_changed(campaign_ids=Image.objects.filter(id__in=ids).values_list("campaign_id", flat=True))
+        return failed
 
 
 def images_generate_batch(*, image_ids: list[int], task_id: str) -> dict[str, Any]:
@@ -449,6 +460,7 @@ def image_exclude(*, image: Image, reason: str) -> Image:
     image.excluded = True
     image.exclusion_reason = reason[:500]
     image.save(update_fields=["excluded", "exclusion_reason", "updated_at"])
+    data_changed(campaign_ids=[image.campaign_id])  # reports leave excluded images out
     return image
 
 
@@ -457,4 +469,5 @@ def image_include(*, image: Image) -> Image:
     image.excluded = False
     image.exclusion_reason = ""
     image.save(update_fields=["excluded", "exclusion_reason", "updated_at"])
+    data_changed(campaign_ids=[image.campaign_id])  # reports leave excluded images out
     return image

@@ -18,7 +18,6 @@ from campaigns.models import Campaign
 from common.errors import ConflictError, NotFoundError
 from generation.selectors import image_url
 
-from ..labels import labels_recompute
 from ..models import (
     Annotator,
     Answer,
@@ -29,8 +28,8 @@ from ..models import (
     QualificationAttempt,
     Question,
 )
-from ..redundancy import is_adaptive, questions_to_grow
 from ..services.annotators import enrollment_for_work
+from ..services.derived import submit_derive
 from ..services.leases import assignments_release, leases_reclaim
 from ..services.quality import annotator_quality_check
 from ..spec_section import annotation_settings
@@ -126,19 +125,6 @@ def retake(released: Sequence[int]) -> int:
     return Question.objects.filter(pk__in=released, assigned__lt=F("required")).update(assigned=F("assigned") + 1)
 
 
-def required_adjust(question_ids: Sequence[int], redundancy: object) -> None:
-    """Adaptive redundancy after a submit's labels: `required + 1` on the touched questions whose
-    majority is not settled (`annotation.redundancy`); the rows are locked by the counters' UPDATE."""
-    if not is_adaptive(redundancy) or not question_ids:
-        return
-    rows = Question.objects.filter(pk__in=question_ids).order_by("pk").values_list(
-        "pk", "required", "completed", "choices", "label__votes")
-    grow = questions_to_grow([(pk, r, c, len(ch), v) for pk, r, c, ch, v in rows], redundancy)  # type: ignore[arg-type]
-    if grow:
-        Question.objects.filter(pk__in=grow, completed__gte=F("required"),
-                                required__lt=redundancy["max"]).update(required=F("required") + 1)  # type: ignore[index]
-
-
 def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool]:
     """`annotation.hits.answers_submit` through the ORM (its docstring has the rules and locks)."""
     assignment = (Assignment.objects.select_for_update(of=("self",), no_key=True).select_related("campaign")
@@ -173,8 +159,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     assignment.submission_digest = digest
     assignment.reward = rules.reward(cfg, len(parsed))
     assignment.save(update_fields=["status", "submitted_at", "submission_digest", "reward"])
-    labels_recompute(campaign_id=campaign.pk, question_ids=real_ids, exclude_blocked=cfg["exclude_flagged_answers"])
-    required_adjust(real_ids, cfg["redundancy"])
+    submit_derive(campaign_id=campaign.pk, question_ids=real_ids, cfg=cfg)
     annotator_quality_check(campaign=campaign, annotator=annotator, cfg=cfg)
     return rules.submit_result(id=assignment.pk, status=assignment.status, submitted_at=now,
                                reward=assignment.reward, answers=len(parsed)), False

@@ -47,10 +47,9 @@ from common.errors import NotFoundError
 from generation.selectors import image_url
 
 from .. import prepared
-from ..labels import labels_write, labels_write_counts
 from ..models import Annotator, Assignment
-from ..redundancy import is_adaptive, questions_to_grow
 from ..services.annotators import enrollment_check
+from ..services.derived import submit_derive_sql
 from ..services.leases import assignments_release
 from ..services.quality import annotator_quality_check, quality_checked
 from ..spec_section import validate_annotation
@@ -213,13 +212,6 @@ WITH taken AS (
 SELECT count(*) FROM taken"""
 
 
-# Adaptive redundancy: one more answer wanted for the questions whose majority is not settled (the
-# rows are locked by SUBMIT_WRITE's counters; the conditions repeat redundancy.required_next's).
-SUBMIT_GROW = """
-UPDATE annotation_question SET required = required + 1
-WHERE id = ANY(%(questions)s::bigint[]) AND completed >= required AND required < %(max)s"""
-
-
 def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool]:
     """`annotation.hits.answers_submit` in three prepared statements (+1 late re-take, +1 when the HIT
     had expired, + the quality check when a threshold is set)."""
@@ -253,15 +245,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
             "times": [p.time_ms for p in parsed]})
     except IntegrityError as exc:  # an original answer exists already (e.g. imported): never overwrite
         raise rules.already_answered() from exc
-    if is_adaptive(cfg["redundancy"]):
-        rows = labels_write_counts(campaign_id=campaign_id, question_ids=real_ids,
-                                   exclude_blocked=cfg["exclude_flagged_answers"], now=now)
-        grow = questions_to_grow(rows, cfg["redundancy"])
-        if grow:
-            prepared.run(SUBMIT_GROW, {"questions": grow, "max": cfg["redundancy"]["max"]})
-    else:
-        labels_write(campaign_id=campaign_id, question_ids=real_ids, exclude_blocked=cfg["exclude_flagged_answers"],
-                     now=now)
+    submit_derive_sql(campaign_id=campaign_id, question_ids=real_ids, cfg=cfg, now=now)
     if quality_checked(cfg):
         annotator_quality_check(campaign=Campaign.objects.get(pk=campaign_id), annotator=annotator, cfg=cfg)
     return rules.submit_result(id=assignment_id, status=Assignment.Status.SUBMITTED, submitted_at=now,

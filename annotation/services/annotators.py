@@ -20,6 +20,7 @@ from ..demographics import validate_profile
 from ..models import Annotator, Enrollment
 from ..selectors import ANNOTATOR_VISIBLE
 from ..spec_section import annotation_settings
+from .derived import annotator_data_changed
 
 
 class ForbiddenError(ApplicationError):
@@ -127,6 +128,8 @@ def annotator_update(*, annotator: Annotator, mturk_worker_id: Any = _UNSET, pro
         first = next(iter(errors))
         raise ApplicationError(f"Invalid input: {first}: {errors[first][0]}", errors=errors)
     annotator.save()
+    if demographics is not _UNSET:
+        annotator_data_changed(annotator_id=annotator.pk)
     return annotator
 
 

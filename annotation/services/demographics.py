@@ -18,6 +18,7 @@ from ..models import Annotator, DemographicsRelease, DemographicsResponse, Enrol
 from ..people import release_sizes
 from ..spec_section import annotation_settings
 from .annotators import ForbiddenError
+from .derived import annotator_data_changed, revision_bump
 
 
 def _raise(errors: dict[str, list[str]]) -> None:
@@ -52,6 +53,7 @@ def demographics_submit(*, annotator: Annotator, campaign: Campaign, consent: An
     response, _ = DemographicsResponse.objects.update_or_create(
         annotator=annotator, campaign=campaign,
         defaults={"answers": clean, "consent_version": cfg["consent_version"], "consented_at": now})
+    revision_bump(campaign_ids=[campaign.pk])
     return response
 
 
@@ -68,6 +70,7 @@ def demographics_withdraw(*, annotator: Annotator) -> dict[str, Any]:
                                                      demographics_withdrawn_at=now)
     annotator.demographics, annotator.demographics_consented_at = {}, None
     annotator.demographics_withdrawn_at = now
+    annotator_data_changed(annotator_id=annotator.pk)
     return {"withdrawn_at": now, "campaigns": rows, "erased": erased + int(had_profile)}
 
 
@@ -90,6 +93,7 @@ def demographics_release_cut(*, campaign: Campaign, reason: str) -> Demographics
             f"A new demographics release needs at least {cfg['min_group']} annotators who are not in the previous "
             f"one; {len(new)} joined since.", errors={"release": [f"{len(new)} new of {cfg['min_group']} needed"]})
     sizes, reported = release_sizes(campaign=campaign, members=members)
+    revision_bump(campaign_ids=[campaign.pk])  # the report's annotators section reads the release
     return DemographicsRelease.objects.create(
         campaign=campaign, number=(previous.number + 1) if previous else 1, reason=reason,
         min_group=cfg["min_group"], members=members, sizes=sizes, reported=reported)

@@ -19,6 +19,7 @@ from generation.storage import image_store
 
 from ..families import campaign_families, family_choices
 from ..models import ExampleImage
+from .derived import revision_bump
 
 EXAMPLES_PER_FAMILY = 10
 CAPTION_MAX = 300
@@ -84,6 +85,7 @@ def example_add(*, campaign: Campaign, family: Any, answer: Any, caption: Any = 
     except IntegrityError as exc:  # the same image twice in a family, past a concurrent check
         raise ApplicationError("Invalid example: image: is already an example of this family",
                                errors={"image": ["is already an example of this family"]}) from exc
+    revision_bump(campaign_ids=[campaign.pk])
     return example
 
 
@@ -93,3 +95,4 @@ def example_delete(*, campaign: Campaign, example_id: int) -> None:
     deleted, _ = ExampleImage.objects.filter(campaign=campaign, pk=example_id).delete()
     if not deleted:
         raise NotFoundError(f"Example {example_id} not found.")
+    revision_bump(campaign_ids=[campaign.pk])

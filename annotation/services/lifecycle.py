@@ -2,7 +2,7 @@
 the researcher's tools on the question pool (redundancy R for a subset, gold questions)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -17,11 +17,12 @@ from common.errors import ApplicationError, ConflictError
 from common.templates import template_fill
 from generation.models import Image
 
-from ..models import AggregatedLabel, Question
+from ..models import Question
 from ..redundancy import initial_required
 from ..selectors import questions_filter
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
 from .demographics import demographics_release_at_close
+from .derived import answers_derive, revision_bump
 
 # Gold questions are shown to every annotator once: "unlimited" redundancy, and their counters are
 # never touched (hot rows under contention otherwise).
@@ -108,8 +109,27 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
         rows.extend(questions)
     Question.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
     campaign_status_set(campaign=campaign, status=Campaign.Status.OPEN)
+    revision_bump(campaign_ids=[campaign.pk])
     total = Question.objects.filter(campaign=campaign, is_gold=False).count()
     return {"questions_created": len(rows), "questions": total}
+
+
+@transaction.atomic
+def questions_create(*, campaign: Campaign, images: Sequence[Image], required: int | None = None) -> int:
+    """The questions of these images exactly as opening makes them (METHOD.md: PST one per person,
+    GEP neutral one per attribute, explicit one; wording, metadata and order keys from the spec),
+    without opening's gates or status change: for imports and builders of prepared data. `required`
+    overrides the spec's redundancy. Idempotent (unique (image, slot)); moves the data revision.
+    Returns how many questions were created."""
+    cfg = annotation_settings(campaign)
+    phrases = attribute_phrases(campaign)
+    rows = [q for image in images for q in _questions_for_image(campaign, image, cfg, phrases)]
+    if required is not None:
+        for question in rows:
+            question.required = required
+    created = Question.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+    revision_bump(campaign_ids=[campaign.pk])
+    return len(created)
 
 
 _TRANSITIONS = {
@@ -159,7 +179,9 @@ def questions_redundancy_set(*, campaign: Campaign, required: Any, question_ids:
         if not isinstance(filters, Mapping):
             raise ApplicationError("filter must be an object.", errors={"filter": ["must be an object"]})
         qs = questions_filter(qs, filters)
-    return qs.update(required=Greatest(F("assigned"), Value(required)))
+    changed = qs.update(required=Greatest(F("assigned"), Value(required)))
+    revision_bump(campaign_ids=[campaign.pk])
+    return changed
 
 
 @transaction.atomic
@@ -185,5 +207,6 @@ def questions_gold_set(*, campaign: Campaign, items: Any) -> int:
         first = next(iter(errors))
         raise ApplicationError(f"Invalid gold items: {first}: {errors[first][0]}", errors=errors)
     Question.objects.bulk_update(list(questions.values()), ["is_gold", "gold_answer", "required"])
-    AggregatedLabel.objects.filter(question_id__in=list(questions)).delete()
+    # Gold questions leave the labels; the data revision moves (reports count gold answers apart).
+    answers_derive(campaign_id=campaign.pk, question_ids=list(questions))
     return len(questions)

@@ -12,10 +12,10 @@ from django.utils import timezone
 from campaigns.models import Campaign
 from common.errors import ApplicationError, NotFoundError
 
-from ..labels import labels_recompute
 from ..models import Annotator, Answer, Assignment, Enrollment
 from ..selectors import annotator_stats_query
 from ..spec_section import annotation_settings
+from .derived import answers_derive, revision_bump
 from .leases import assignments_release_of
 
 MIN_ANSWERS_FOR_SPEED = 10
@@ -66,7 +66,9 @@ def enrollment_status_set(*, campaign: Campaign, annotator_id: int, status: str,
                           only_if_active: bool = False) -> int:
     """Set an enrollment's quality status. Pausing or blocking releases the annotator's live HITs;
     blocking (and unblocking) recomputes the labels of the questions they answered when the campaign
-    excludes flagged annotators' answers. Call inside a transaction (the callers are)."""
+    excludes flagged annotators' answers, and re-evaluates their adaptive `required` (a blocked
+    annotator's votes no longer count: the question may want another answer). Moves the campaign's
+    data revision. Call inside a transaction (the callers are)."""
     qs = Enrollment.objects.filter(campaign=campaign, annotator_id=annotator_id)
     if only_if_active:
         qs = qs.filter(status=Enrollment.Status.ACTIVE)
@@ -79,7 +81,9 @@ def enrollment_status_set(*, campaign: Campaign, annotator_id: int, status: str,
     cfg = annotation_settings(campaign)
     if cfg["exclude_flagged_answers"] and Enrollment.Status.BLOCKED in (status, *before):
         ids = Answer.objects.filter(campaign=campaign, annotator_id=annotator_id).values_list("question_id", flat=True)
-        labels_recompute(campaign_id=campaign.pk, question_ids=list(ids), exclude_blocked=True)
+        answers_derive(campaign_id=campaign.pk, question_ids=list(ids), cfg=cfg)
+    else:
+        revision_bump(campaign_ids=[campaign.pk])
     return changed
 
 

@@ -10,12 +10,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign
-from common.errors import ApplicationError, ConflictError, NotFoundError
+from common.errors import ApplicationError, NotFoundError
 
-from ..labels import labels_recompute
-from ..models import Answer, Assignment
+from ..models import Assignment
 from ..selectors import auto_approvable
 from ..spec_section import annotation_settings
+from .answers import answer_correct  # noqa: F401  (its home is `answers`; kept importable here)
 
 
 @transaction.atomic
@@ -61,28 +61,3 @@ def assignments_auto_approve(*, campaign: Campaign, now: datetime | None = None)
     due = auto_approvable(cfg=annotation_settings(campaign), now=now)
     return Assignment.objects.filter(due, campaign=campaign).update(
         review=Assignment.Review.APPROVED, reviewed_at=now, review_reason="auto-approved")
-
-
-@transaction.atomic
-def answer_correct(*, answer_id: int, choice: str, source: str = "correction") -> Answer:
-    """Correct a stored answer without changing it: answers are append-only, so the correction is a
-    new row whose `corrects` links the answer it replaces (the newest of the chain is the one that
-    counts). Validates the choice against the question; 409 if the answer was already corrected
-    (correct the newest one). Recomputes the question's label. Locks the corrected answer row."""
-    old = Answer.objects.select_for_update().select_related("question").filter(pk=answer_id).first()
-    if old is None:
-        raise NotFoundError(f"Answer {answer_id} not found.")
-    if Answer.objects.filter(corrects=old).exists():
-        raise ConflictError(f"Answer {answer_id} was already corrected; correct the newest answer instead.",
-                            errors={"answer": ["already corrected"]})
-    if choice not in old.question.choices:
-        raise ApplicationError(f"{choice!r} is not one of {old.question.choices}.",
-                               errors={"choice": [f"must be one of {old.question.choices}"]})
-    new = Answer.objects.create(campaign_id=old.campaign_id, question_id=old.question_id, annotator_id=old.annotator_id,
-                                assignment_id=old.assignment_id, choice=choice, time_ms=None, corrects=old,
-                                source=source)
-    if not old.question.is_gold:
-        cfg = annotation_settings(old.question.campaign)
-        labels_recompute(campaign_id=old.campaign_id, question_ids=[old.question_id],
-                         exclude_blocked=cfg["exclude_flagged_answers"])
-    return new

@@ -11,8 +11,7 @@ formula, so the truth is computed with it). Everything is a numpy array: no data
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,7 +27,6 @@ class Design:
     cannot: float = 0.0           # share labelled "Cannot identify"
     gap: float = 0.0              # q_paired - q_single for every identity (truth of the gap)
     q_range: tuple[float, float] = (0.45, 0.85)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,7 +75,13 @@ def simulate(design: Design, seed: int) -> Campaign:
     s_cannot = rng.random(s_ids.size) < design.cannot
     single = {"image_ids": np.arange(s_ids.size) + 1_000_000, "identities": s_ids.astype(str),
               "stereotypes": s_st, "labels": _labels(s_stereo, s_st, s_cannot)}
-    # paired: (left, right) over every masculine x feminine pair in both orders
+    paired = two_person_images(rng, design, masc, fem, q_paired, stereotype_of, first_image=0)
+    return Campaign(ids, stereotype_of, group_of, q_single, q_paired, design.cannot, single, paired)
+
+
+def two_person_images(rng: np.random.Generator, design: Design, masc: list[str], fem: list[str],
+                      q: dict[str, float], stereotype_of: dict[str, str], first_image: int) -> dict[str, np.ndarray]:
+    """Person rows of (left, right) images over every masculine x feminine pair in both orders."""
     left, right = [], []
     for a in masc:
         for b in fem:
@@ -90,9 +94,19 @@ def simulate(design: Design, seed: int) -> Campaign:
     u2 = np.where(tie, u1 if design.rho >= 0 else 1.0 - u1, rng.random(n_img))
     p_ids = np.array(left + right, dtype=object)
     u = np.concatenate([u1, u2])
-    p_q = np.array([q_paired[i] for i in p_ids])
+    p_q = np.array([q[i] for i in p_ids])
     p_st = np.array([stereotype_of[i] for i in p_ids], dtype=object)
     p_cannot = rng.random(p_ids.size) < design.cannot
-    paired = {"image_ids": np.concatenate([np.arange(n_img), np.arange(n_img)]), "identities": p_ids.astype(str),
-              "stereotypes": p_st, "labels": _labels(u < p_q, p_st, p_cannot)}
-    return Campaign(ids, stereotype_of, group_of, q_single, q_paired, design.cannot, single, paired)
+    images = first_image + np.concatenate([np.arange(n_img), np.arange(n_img)])
+    return {"image_ids": images, "identities": p_ids.astype(str), "stereotypes": p_st,
+            "labels": _labels(u < p_q, p_st, p_cannot)}
+
+
+def intervention_images(c: Campaign, design: Design, seed: int, effect: float = 0.0) -> dict[str, np.ndarray]:
+    """An intervention setting on every pair: the plain paired model with every identity's stereotype
+    probability moved by `effect` STS points (0: no effect)."""
+    rng = np.random.default_rng([seed, 8])
+    q = {i: float(np.clip(v + effect / 200.0, 0.01, 0.99)) for i, v in c.q_paired.items()}
+    masc = [i for i in c.identities if c.stereotype_of[i] == "masculine"]
+    fem = [i for i in c.identities if c.stereotype_of[i] == "feminine"]
+    return two_person_images(rng, design, masc, fem, q, c.stereotype_of, first_image=2_000_000)

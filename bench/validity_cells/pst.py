@@ -7,15 +7,17 @@ Each cell computes the figure with the function the report calls.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
+from typing import Any
 
 import numpy as np
 
 from bench.validity_cells import Cell
-from bench.validity_cells._pst_sim import Campaign, Design, simulate
+from bench.validity_cells._pst_sim import Campaign, Design, intervention_images, simulate
 from metrics.core import metric_intervals as mi
 from metrics.core.significance import compare_pst
 from metrics.core.uncertainty import permutation_test_sts, permutation_test_sts_studentized
+from metrics.sections.pst_analysis import intervention_section
 
 ALPHA = 0.05
 
@@ -68,6 +70,50 @@ def gap_test(design: Design, n_perm: int, studentized: bool, seed: int) -> bool:
     return bool(test(images, is_paired, labels, stereotypes, "paper", n_perm=n_perm, seed=seed).p_value <= ALPHA)
 
 
+# ------------------------------------------------------------------ defect 8: intervention top-5
+@lru_cache(maxsize=2048)  # the variants of one simulated campaign share one computation
+def _intervention(design: Design, n_boot: int, n_perm: int, seed: int) -> dict[str, Any]:
+    c = simulate(design, seed)
+    return intervention_section(plain=c.paired, intervention=intervention_images(c, design, seed), groups=c.group_of,
+                                treatment="paper", n_boot=n_boot, n_perm=n_perm, confidence=0.95, seed=seed)
+
+
+def intervention_test(design: Design, n_boot: int, n_perm: int, variant: str, seed: int) -> bool:
+    """No effect of the intervention: does the variant's test reject?"""
+    d = _intervention(design, n_boot, n_perm, seed)[variant]["difference"]
+    return bool(d is not None and d["p_value"] <= ALPHA)
+
+
+# ------------------------------------------------------------------ defect 7: amplification from few images
+def _amplification_campaign(images: int, effect: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """30 identities with reference %F in 10-90, `images` single images each, generated %F = reference
+    moved `effect` points toward its skew (0: no amplification). Returns (feminine, counted, reference)."""
+    rng = np.random.default_rng([seed, 7])
+    ref = rng.uniform(10, 90, size=30)
+    ref = np.where(np.abs(ref - 50) < 1, 45.0, ref)
+    gen = np.clip(np.where(ref < 50, ref - effect, ref + effect), 1, 99)
+    fem = rng.binomial(images, gen / 100.0).astype(float)[None]
+    return fem, np.full((1, 30), float(images)), ref
+
+
+def amplification_calibrated(images: int, effect: float, n_draws: int, seed: int) -> bool:
+    from metrics.core.amplification import amplification_null_test
+
+    fem, n, ref = _amplification_campaign(images, effect, seed)
+    p = amplification_null_test(fem, n, ref, n_draws, seed)["with_exclusion"]["p_value"]
+    return bool(p is not None and p <= ALPHA)
+
+
+def amplification_ttest(images: int, seed: int) -> bool:
+    """The paper's t-test over the kept identities (what the report printed before issue 22)."""
+    from metrics.core.amplification import amplification
+
+    fem, n, ref = _amplification_campaign(images, 0.0, seed)
+    gen = {"1": {f"o{i}": float(100 * fem[0, i] / n[0, i]) for i in range(ref.size)}}
+    p = amplification(gen, {f"o{i}": float(r) for i, r in enumerate(ref)})["ttest"]["p_value"]
+    return bool(p is not None and p <= ALPHA)
+
+
 def _cell(name: str, kind: str, target: float, run: Callable[..., bool], *args: object, fast: tuple[object, ...] = (),
           note: str = "", legacy: bool = False) -> Cell:
     return Cell(name, kind, target, partial(run, *args), note,  # type: ignore[arg-type]
@@ -76,6 +122,8 @@ def _cell(name: str, kind: str, target: float, run: Callable[..., bool], *args: 
 
 OCC = Design(k=20, singles=3)               # the occupation preset: 40 identities, 3 single images each
 TEN = Design(k=10, singles=10)              # 10 single images per identity: the validated floor
+INTERVENTION = Design(k=10, singles=0, rho=0.3)  # 200 plain paired images, 200 intervention images, no effect
+SMALL_INTERVENTION = Design(k=6, singles=0, rho=0.3)
 CELLS: list[Cell] = [
     _cell("gap.micro_ci.bca.3_singles", "coverage", 0.95, micro_gap_bca, OCC, 1000, fast=(OCC, 200),
           note="the pre-issue-22 interval (BCa over 3 single images); now left out with a warning", legacy=True),
@@ -101,4 +149,20 @@ CELLS: list[Cell] = [
           Design(k=20, singles=3, rho=0.3, gap=30.0), 999, True,
           fast=(Design(k=20, singles=3, rho=0.3, gap=30.0), 199, True),
           note="occupation design, true gap +30 points"),
+    _cell("amplification.ttest.3_images", "size", ALPHA, amplification_ttest, 3, legacy=True,
+          note="the paper's t-test after the exclusion, 3 images per identity: now left out with a warning"),
+    _cell("amplification.ttest.40_images", "size", ALPHA, amplification_ttest, 40, legacy=True,
+          note="the paper's t-test after the exclusion, 40 images: kept for the paper, labelled uncalibrated"),
+    *[_cell(f"amplification.calibrated.{n}_images", "size", ALPHA, amplification_calibrated, n, 0.0, 999,
+            fast=(n, 0.0, 299), note="parametric bootstrap under generated = reference, exclusion inside each draw")
+      for n in (20, 40)],
+    _cell("amplification.calibrated.20_images.power+10", "power", 0.80, amplification_calibrated, 20, 10.0, 999,
+          fast=(20, 10.0, 299), note="amplification of 10 points, 30 identities"),
+    _cell("intervention.top_5.same_images", "size", ALPHA, intervention_test, INTERVENTION, 200, 499, "top_5",
+          fast=(SMALL_INTERVENTION, 50, 199, "top_5"), legacy=True,
+          note="selected and tested on the same plain images: reported, labelled conditional"),
+    *[_cell(f"intervention.{v}", "size", ALPHA, intervention_test, INTERVENTION, 200, 499, v,
+            fast=(SMALL_INTERVENTION, 50, 199, v), note=note)
+      for v, note in (("top_5_split", "selected on half of the plain images, compared on the other half"),
+                      ("all", "every identity, no selection"))],
 ]

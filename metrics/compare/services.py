@@ -25,9 +25,10 @@ from campaigns.models import Campaign
 from common.errors import ApplicationError
 from common.tasks import task_send
 from generation.models import Image
-from metrics.extract import CampaignFacts, campaign_data_version
+from metrics.extract import CampaignFacts
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
+from metrics.snapshots.key import snapshot_key
 from metrics.snapshots.report import report_compare, report_get
 
 from .build import compare_payload
@@ -56,7 +57,7 @@ def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOp
     """The snapshot's payload (ready), or {"status": "building", ...} while a worker builds it."""
     ids = [c.pk for c in campaigns]
     key = "compare:" + _sha(f"{','.join(map(str, ids))}#{options.key()}#{compare.key()}")
-    version = _sha("#".join(campaign_data_version(c) for c in campaigns))
+    version = snapshot_key(campaigns=campaigns, options_key=key).data_version
     owner = campaigns[0]
     snap = ReportSnapshot.objects.filter(campaign=owner, options_key=key, data_version=version).first()
     if snap is not None and snap.status == ReportSnapshot.Status.READY:

@@ -76,7 +76,7 @@ METHODS: dict[str, str] = {
     "vlm.average_gender": "wilson-deff",
     "vlm.neutrality": "bca-cluster",
     "gep.vector": "newcombe",
-    "gep.frequencies": "wilson-deff",
+    "gep.frequencies": "wilson",
     "gep.score": "gep-test-inversion",
     "difference": "bca-cluster",
 }

@@ -427,7 +427,7 @@ def gep_intervals(
         "score": score,
         "vector": {a: CI(float(v_hat[j]), float(vlo[j]), float(vhi[j]), confidence, "newcombe")
                    for j, a in enumerate(fr.attributes)},
-        "frequencies": {g: {a: CI(float(fr.freq[i, j]), float(flo[i, j]), float(fhi[i, j]), confidence, "wilson-deff",
+        "frequencies": {g: {a: CI(float(fr.freq[i, j]), float(flo[i, j]), float(fhi[i, j]), confidence, "wilson",
                                   notes={"present": int(fr.present[i, j]), "total": int(fr.total[i, j])})
                             for j, a in enumerate(fr.attributes)}
                         for i, g in enumerate(fr.genders[:2])},

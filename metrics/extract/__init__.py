@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q
 
-from annotation.models import Answer, DemographicsRelease, Enrollment, Question
+from annotation.models import Enrollment
 from campaigns.models import Campaign
 from common import fastpath
 from generation.models import Image
@@ -37,7 +37,7 @@ from .data import GEP_KEYS, PST_KEYS, AnswerColumns, AnswerTable, CampaignData, 
 from .demographics import demographics_read
 
 __all__ = ["GEP_KEYS", "PST_KEYS", "AnswerColumns", "AnswerTable", "CampaignData", "CampaignFacts",
-           "QuestionColumns", "campaign_data", "campaign_data_version"]
+           "QuestionColumns", "campaign_data"]
 
 T = TypeVar("T")
 
@@ -104,7 +104,7 @@ def _campaign_data(facts: CampaignFacts, *, exclude_blocked: bool, table: bool, 
             blocked, image_counts = _small_reads(facts.id)
             answers = pending.result()
     data = assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
-    data.demographics_release, data.demographics = demographics_read(facts.id)
+    data.demographics = demographics_read(facts.id)
     return data
 
 
@@ -178,23 +178,3 @@ def _small_reads(campaign_id: int) -> tuple[np.ndarray, dict[str, int]]:
         images_filtered=Count("id", filter=Q(status=Image.Status.FILTERED)),
     )
     return blocked, image_counts
-
-
-def campaign_data_version(campaign: Campaign) -> str:
-    """Changes whenever anything a report reads changes (answers, exclusions, annotator status)."""
-    a = Answer.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
-    i = Image.objects.filter(campaign=campaign).aggregate(ex=Count("id", filter=Q(excluded=True)),
-                                                          upd=Max("updated_at"))
-    # The annotators' demographics too (the `annotators` section): an answer, a change or a withdrawal
-    # (campaign form or profile) makes a new version, so a withdrawn annotator leaves the cached report.
-    response = "annotator__demographics_responses__"
-    e = Enrollment.objects.filter(campaign=campaign).aggregate(
-        blocked=Count("id", filter=Q(status=Enrollment.Status.BLOCKED), distinct=True),
-        changed=Max("status_changed_at"),
-        demo=Max(response + "updated_at", filter=Q(**{response + "campaign": campaign})),
-        profile=Max("annotator__demographics_consented_at"), withdrawn=Max("annotator__demographics_withdrawn_at"))
-    q = Question.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
-    release = DemographicsRelease.objects.filter(campaign=campaign).aggregate(last=Max("id"))["last"]
-    parts = [a["n"], a["last"], i["ex"], i["upd"], e["blocked"], e["changed"], e["demo"], e["profile"], e["withdrawn"],
-             q["n"], q["last"], campaign.updated_at, release]
-    return "|".join(str(p) for p in parts)

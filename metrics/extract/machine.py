@@ -4,8 +4,9 @@ autolabel app's public selectors and aligned with the question arrays of `Campai
 Three queries, made only for a machine or hybrid source (the human report reads none of this):
 the labeller's labels (`machine_label_arrays`), the recorded human sample (`human_sample_image_ids`)
 and the CLIPScores (`clipscore_rows`). A source whose labeller has no label on the campaign is a 400
-naming `source` (checked by `machine_data_version`, whose three aggregates join the snapshot's data
-version, so new machine labels, a new human sample or new CLIPScores rebuild the report).
+naming `source` (`machine_labeller_check`). New machine labels, a new human sample or new CLIPScores
+move the campaign's data revision (their writers go through `annotation.services.derived`), so the
+snapshot key (`metrics.snapshots.key`) rebuilds the report.
 """
 from __future__ import annotations
 
@@ -13,15 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Max
 
-from autolabel.models import HumanSampleImage, ImageClipScore, MachineLabel
+from autolabel.models import MachineLabel
 from autolabel.selectors import clipscore_rows, human_sample_image_ids, machine_label_arrays, machine_labellers
 from common.errors import ApplicationError
 
 from .data import CampaignData
 
-__all__ = ["MachineData", "machine_data", "machine_data_from", "machine_data_version"]
+__all__ = ["MachineData", "machine_data", "machine_data_from", "machine_labeller_check"]
 
 
 @dataclass
@@ -40,22 +40,17 @@ class MachineData:
     raw: np.ndarray | None = None
 
 
-def machine_data_version(campaign: Any, labeller: str) -> str:
-    """Changes whenever what a machine or hybrid report reads besides the human data changes (the
-    labeller's labels, the human sample, the CLIPScores): part of the snapshot's data version. A
-    labeller without any label on the campaign is a 400 naming `source`. Three queries (four on the
-    error path, which lists the campaign's labellers)."""
-    labels = MachineLabel.objects.filter(campaign=campaign, labeller=labeller).aggregate(
-        n=Count("id"), last=Max("id"), changed=Max("created_at"))
-    if not labels["n"]:
-        names = machine_labellers(campaign)
-        known = ", ".join(names) if names else "none"
-        raise ApplicationError(f"Invalid report parameter source: no labels from {labeller!r} on this campaign",
-                               errors={"source": [f"no machine labels from {labeller!r} (labellers: {known})"]})
-    sample = HumanSampleImage.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
-    clip = ImageClipScore.objects.filter(campaign=campaign).aggregate(n=Count("id"), last=Max("id"))
-    parts = [labels["n"], labels["last"], labels["changed"], sample["n"], sample["last"], clip["n"], clip["last"]]
-    return "|".join(str(p) for p in parts)
+def machine_labeller_check(campaign: Any, labeller: str) -> None:
+    """A labeller without any label on the campaign is a 400 naming `source` (one query; two on the
+    error path, which lists the campaign's labellers). Whether a machine or hybrid report is stale is
+    the snapshot key's business (`metrics.snapshots.key`): machine-label runs and imports move the
+    campaign's data revision."""
+    if MachineLabel.objects.filter(campaign=campaign, labeller=labeller).exists():
+        return
+    names = machine_labellers(campaign)
+    known = ", ".join(names) if names else "none"
+    raise ApplicationError(f"Invalid report parameter source: no labels from {labeller!r} on this campaign",
+                           errors={"source": [f"no machine labels from {labeller!r} (labellers: {known})"]})
 
 
 def machine_data(campaign: Any, data: CampaignData, labeller: str) -> MachineData:

@@ -304,9 +304,10 @@ def dataset_write(*, campaign: Campaign, out: IO[bytes],
     `progress(fraction)` is called between the steps (the worker records it for the API's 202)."""
     step = progress or (lambda fraction: None)
     options = ReportOptions()
-    _, report = report_get(campaign=campaign, options=options, allow_async=False)
+    # One extraction for both: the answer table's data also builds report.json when no snapshot has it.
+    data = campaign_data(campaign, exclude_blocked=options.exclude_blocked, table=True)
     step(0.2)
-    data = campaign_data(campaign, exclude_blocked=True, table=True)
+    _, report = report_get(campaign=campaign, options=options, allow_async=False, data=data)
     step(0.4)
     blocked_ids = set(Enrollment.objects.filter(campaign=campaign, status=Enrollment.Status.BLOCKED)
                       .values_list("annotator_id", flat=True))

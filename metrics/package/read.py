@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import os
-import zipfile
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -28,6 +27,7 @@ from annotation.spec_section import annotation_settings
 from autolabel.selectors import raw_similarity
 from common.errors import ApplicationError
 from common.inputs import json_loads
+from common.zipsafe import SafeZip
 from metrics.extract import assemble
 from metrics.extract.data import AnswerColumns, CampaignData, CampaignFacts, QuestionColumns
 from metrics.extract.machine import MachineData, machine_data_from
@@ -35,6 +35,11 @@ from metrics.options import ReportOptions
 from metrics.snapshots.report import report_compute
 
 FORMATS = (2,)
+# What the reader accepts (every member read through common.zipsafe, CRC checked): a 10M-answer
+# package's answers.parquet is ~90 MB (bench/README.md).
+MAX_JSON_BYTES = 64 * 2**20
+MAX_TABLE_BYTES = 4 * 2**30
+MAX_TOTAL_BYTES = 16 * 2**30
 PREFIX = "annotator_"
 
 
@@ -124,15 +129,13 @@ def _json(text: Any) -> Any:
         return None
 
 
-def _member(z: zipfile.ZipFile, name: str) -> bytes | None:
-    try:
-        return z.read(name)
-    except KeyError:
-        return None
+def _member(z: SafeZip, name: str, limit: int) -> bytes | None:
+    """A member's bytes (at most `limit`, CRC checked: common.zipsafe), None when absent."""
+    return z.read(name, limit=limit) if z.exists(name) else None
 
 
-def _parquet(z: zipfile.ZipFile, name: str) -> pa.Table | None:
-    raw = _member(z, f"data/{name}.parquet")
+def _parquet(z: SafeZip, name: str) -> pa.Table | None:
+    raw = _member(z, f"data/{name}.parquet", MAX_TABLE_BYTES)
     return None if raw is None else pq.read_table(pa.BufferReader(raw))
 
 
@@ -200,11 +203,14 @@ def _number(name: str) -> int:
 def package_load(source: str | os.PathLike[str] | IO[bytes]) -> Package:
     """Read a replication package (a path, or a binary file open for reading)."""
     try:
-        z = zipfile.ZipFile(source if not isinstance(source, os.PathLike) else os.fspath(source))
-    except (zipfile.BadZipFile, OSError) as exc:
+        z = SafeZip(source if not isinstance(source, os.PathLike) else os.fspath(source), field="package")
+    except OSError as exc:
         raise ApplicationError(f"Not a replication package: {exc}", errors={"package": [str(exc)]}) from exc
     with z:
-        raw = _member(z, "package.json")
+        unsafe = z.problems(max_total=MAX_TOTAL_BYTES)
+        if unsafe:
+            raise ApplicationError(f"Not a replication package: {unsafe[0]}", errors={"package": unsafe})
+        raw = _member(z, "package.json", MAX_JSON_BYTES)
         if raw is None:
             raise ApplicationError("This replication package has no package.json (built before the report could "
                                    "be recomputed from a package): download it again",
@@ -213,7 +219,7 @@ def package_load(source: str | os.PathLike[str] | IO[bytes]) -> Package:
         if manifest.get("format") not in FORMATS:
             raise ApplicationError(f"Unknown replication package format {manifest.get('format')!r}",
                                    errors={"package": [f"format must be one of {FORMATS}"]})
-        spec = json_loads(z.read("spec.json"))
+        spec = json_loads(z.read("spec.json", limit=MAX_JSON_BYTES))
         c = manifest["campaign"]
         facts = CampaignFacts(id=int(c["id"]), name=c["name"], kind=c["kind"], kind_display=c["kind_display"],
                               status=c["status"], seed=int(c["seed"]), spec=spec)

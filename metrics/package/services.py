@@ -19,12 +19,11 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
 
 from campaigns.models import Campaign
 from common.tasks import task_send
-from metrics.extract import campaign_data_version
 from metrics.models import PackageBuild
+from metrics.snapshots.key import snapshot_key
 
 from .dataset import dataset_write
 
@@ -37,17 +36,10 @@ def _inline_max() -> int:
 
 
 def package_data_version(campaign: Campaign) -> str:
-    """What the package reads besides the report's data: the machine labels of every labeller, their
-    failures, the human sample and the CLIPScores (four aggregates, when the autolabel app is there)."""
-    from django.apps import apps
-
-    parts = [campaign_data_version(campaign)]
-    if apps.is_installed("autolabel"):
-        for name in ("MachineLabel", "MachineLabelFailure", "HumanSampleImage", "ImageClipScore"):
-            agg = apps.get_model("autolabel", name).objects.filter(campaign=campaign).aggregate(n=Count("id"),
-                                                                                                 last=Max("id"))
-            parts.append(f"{agg['n']}:{agg['last']}")
-    return "|".join(parts)
+    """The package's key: the campaign's data revision (`metrics.snapshots.key.snapshot_key`). Machine
+    labels, their failures, the human sample and the CLIPScores move it too (their writers go through
+    `annotation.services.derived`), so nothing else decides whether a built package is stale."""
+    return snapshot_key(campaigns=[campaign], options_key="package").data_version
 
 
 def _claim(campaign: Campaign, version: str) -> PackageBuild | None:

@@ -11,12 +11,15 @@ import numpy as np
 
 from campaigns.spec.references import design_identities, references_of
 from metrics.core.amplification import (
+    MIN_AMPLIFICATION_IMAGES,
     amplification,
     amplification_image_sums,
+    amplification_null_test,
     amplification_statistic,
     generated_percent_female,
 )
 from metrics.core.intervals import CI, stratified_cluster_bca
+from metrics.core.report_warnings import warn
 from metrics.extract.data import CampaignData
 
 from .templates import template_column
@@ -78,9 +81,58 @@ def amplification_section(data: CampaignData, labels: np.ndarray, *, label_sourc
                     res["templates"][t]["mean_ci_method"] = ci.method
                 res["average_ci"] = interval(lo[-1], hi[-1])
                 res["average_ci_method"] = ci.method
+        _tests(res, ref["name"], reference, images, identities, templates, lab, order, n_boot, confidence, seed)
         out[ref["name"]] = _clean({
             "name": ref["name"], "source": ref["source"], "setting": SETTING, "treatment": TREATMENT,
             "label_source": label_source, **res,
             "not_in_design": sorted(set(reference) - set(design_ids)),
         })
     return out
+
+
+NULL_DRAWS = 2000
+
+
+def _tests(res: dict[str, Any], name: str, reference: dict[str, Any], images: np.ndarray, identities: np.ndarray,
+           templates: np.ndarray, lab: np.ndarray, order: list[str], n_boot: int, confidence: float,
+           seed: int) -> None:
+    """Beside the paper's figures (issue 22, defect 7): `without_exclusion` (every identity with a
+    skewed reference, no direction-change exclusion: its mean is not moved by noise in the exclusion),
+    and `calibrated_test` (parametric bootstrap under generated = reference with the exclusion inside
+    every draw). With fewer than MIN_AMPLIFICATION_IMAGES counted persons for an identity and template
+    both tests and the paper's t-tests are left out with a warning; the figures stay, labelled."""
+    ref_values = {k: float(v) for k, v in reference.items() if v is not None and float(v) != 50.0}
+    ids = sorted({i for t in order for i in res["templates"][t]["rows"] if i in ref_values})
+    if not ids:
+        return
+    sums = amplification_image_sums(images, identities, templates, lab, ids, order, TREATMENT)
+    tot = sums.sum(axis=0)
+    fem, cnt = tot[0::2].reshape(len(order), len(ids)), tot[1::2].reshape(len(order), len(ids))
+    everyone = {t: [i for i in ids if i in res["templates"][t]["rows"]] for t in order}
+    stat, _ = amplification_statistic(ref_values, ids, order, everyone)
+    point = stat(tot[None, None, :])[0]
+    free: dict[str, Any] = {"average": float(point[-1]),
+                            "templates": {t: {"mean": float(point[j]), "n": len(everyone[t])}
+                                          for j, t in enumerate(order)},
+                            "note": "every identity with a skewed reference, no direction-change exclusion"}
+    if n_boot > 0:
+        ci = stratified_cluster_bca(sums, stat, None, n_boot, confidence, seed)
+        assert isinstance(ci, CI)
+        free["average_ci"] = interval(np.atleast_1d(ci.low)[-1], np.atleast_1d(ci.high)[-1])
+        free["average_ci_method"] = ci.method
+    res["without_exclusion"] = free
+    fewest = int(cnt[cnt > 0].min()) if (cnt > 0).any() else 0
+    path = f"amplification.{name}"
+    if fewest < MIN_AMPLIFICATION_IMAGES:
+        left_out = f"fewer than {MIN_AMPLIFICATION_IMAGES} images per identity and template"
+        for holder in (res, *res["templates"].values()):  # same shape, no figures
+            holder["ttest"] = {**holder["ttest"], "t": None, "p_value": None, "omitted": left_out}
+        res["test_note"] = (f"{fewest} labelled images for an identity and template (fewest): tests left out; "
+                            f"they need {MIN_AMPLIFICATION_IMAGES} (PST `samples.single` >= {MIN_AMPLIFICATION_IMAGES})")
+        warn(f"{path}.ttest", f"{fewest} labelled single images for an identity and template: amplification tests "
+             f"not computed (they need {MIN_AMPLIFICATION_IMAGES}); with few images the direction-change exclusion "
+             "alone makes the mean positive, so `average` is labelled, not tested")
+        return
+    res["calibrated_test"] = amplification_null_test(fem, cnt, np.array([ref_values[i] for i in ids]), NULL_DRAWS, seed)
+    res["ttest_note"] = ("the paper's one-sample t-test over the kept identities; not calibrated for the exclusion "
+                         "rule: `calibrated_test` is")

@@ -163,7 +163,9 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                 for t, p in zip(family, adjusted, strict=True):
                     t["p_holm"] = _f(p)
         out["fields"][field] = {"groups": groups, "tests": tests}
-    out["null"] = "annotators exchangeable between the two groups (majority labels recomputed per shuffle)"
+    out["null"] = ("annotators exchangeable between the two groups: each shuffle moves whole annotators with "
+                   "all their answers, and each group's figure is recomputed from its answers (answer-level "
+                   "statistics, no majority vote)")
     return out
 
 

@@ -117,5 +117,5 @@ def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray, attributes
         "score_ci": ci_of(score), "score_ci_method": score.method, "score_ci_extended": bool(score.extended),
         "vector_ci": {a: ci_of(c) for a, c in res["vector"].items()}, "vector_ci_method": "newcombe",
         "frequencies_ci": {g: {a: ci_of(c) for a, c in row.items()} for g, row in res["frequencies"].items()},
-        "frequencies_ci_method": "wilson-deff",
+        "frequencies_ci_method": "wilson",  # no design effect is applied (one question per image and cell)
     }

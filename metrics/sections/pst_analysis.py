@@ -29,6 +29,8 @@ def gender_balance(*, images: np.ndarray, identities: np.ndarray, labels: np.nda
         "missing": ag["missing"], "deff": num(ag["deff"]),
         "neutrality": num(neu["neutrality"]),
         "neutrality_pooled": num(neu["pooled"]),
+        "neutrality_note": ("an extension: the unified VLM paper defines Neutrality on a VLM's answers; here it is "
+                            "computed on human labels of generated images"),
         "neutrality_by_identity": {k: {"neutrality": num(v["neutrality"]), "male": v["male"], "female": v["female"],
                                        "neutral": v["neutral"]} for k, v in sorted(neu["groups"].items())},
     }

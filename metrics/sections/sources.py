@@ -83,6 +83,10 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
         out["pooled_settings"] = {**res["overall"], "attributes": res["groups"], "roc_auc_mean": res["roc_auc_mean"],
                                   "roc_auc_mean_ci": res["roc_auc_mean_ci"],
                                   "settings": sorted(set(data.q_setting.tolist()))}
+    # Issue 22: say what the machine is compared with. The PST paper's VQA-vs-human kappa is "averaged"
+    # (over annotators, each against the machine); this one is against each question's majority label.
+    out["basis"] = ("machine label vs the human majority label of each question (one kappa over questions); "
+                    "not the PST paper's kappa averaged over annotators")
     return out
 
 

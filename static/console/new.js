@@ -39,7 +39,7 @@ document.addEventListener("DOMContentLoaded", function () {
     const other = kind() === "pst" ? "gep" : "pst", intro = $("b-instructions");
     if (intro.value.trim() === defaults.instructions[other]) intro.value = defaults.instructions[kind()];
     const notes = {
-      placeholder: "placeholder: CPU-only synthetic images (the prompt text on a colour), marked synthetic everywhere.",
+      placeholder: "placeholder: CPU-only synthetic images (neutral drawn figures that never show the prompt's words), marked synthetic everywhere.",
       diffusers: "diffusers: a Stable Diffusion model on the GPU workers; model is required (hub id or local path).",
       openai: "openai: the OpenAI images API (key from OPENAI_API_KEY on the workers).",
       import: "import: images generated elsewhere, uploaded with a manifest after creating the campaign.",
@@ -361,11 +361,42 @@ document.addEventListener("DOMContentLoaded", function () {
     };
     reader.readAsText(file);
   });
-  form.addEventListener("submit", function () { $("create").disabled = true; window.setTimeout(function () { $("create").disabled = false; }, 5000); });
+  // A rejected create comes back with the posted spec in the editor: the form's own values are kept
+  // in this tab's sessionStorage at submit and put back, so nothing is lost and the form still writes
+  // the spec (the "you edited the spec" note only shows when the spec was really edited by hand).
+  const SAVED = "t2i-console-new-form";
+  function formState() {
+    const fields = {};
+    document.querySelectorAll("#builder input[id], #builder select[id], #builder textarea[id], input[name=preset]").forEach(function (el) {
+      fields[el.id] = (el.type === "checkbox" || el.type === "radio") ? el.checked : el.value;
+    });
+    return {fields: fields, raw: raw.value, rawEdited: rawEdited};
+  }
+  function restoreState() {
+    let saved = null;
+    try { saved = JSON.parse(window.sessionStorage.getItem(SAVED) || "null"); } catch (e) { saved = null; }
+    if (!saved || !saved.fields || saved.raw.trim() !== raw.value.trim()) return false;
+    Object.keys(saved.fields).forEach(function (id) {
+      const el = $(id);
+      if (!el) return;
+      if (el.type === "checkbox" || el.type === "radio") { el.checked = saved.fields[id]; } else { el.value = saved.fields[id]; }
+    });
+    rawEdited = !!saved.rawEdited;
+    $("raw-note").hidden = !rawEdited;
+    showKind();
+    taskPreview();
+    schedulePreview();
+    return true;
+  }
+  form.addEventListener("submit", function () {
+    try { window.sessionStorage.setItem(SAVED, JSON.stringify(formState())); } catch (e) { /* private mode */ }
+    $("create").disabled = true; window.setTimeout(function () { $("create").disabled = false; }, 5000);
+  });
 
   window.Console.api("GET", "/api/presets/").then(function (r) {
     if (!r.ok) return;
     catalogue = r.data;
+    if (rawEdited && restoreState()) return;
     if (rawEdited) { $("raw-note").hidden = false; showKind(); schedulePreview(); return; }
     const chosen = document.querySelector("input[name=preset]:checked");
     applyPreset(chosen ? chosen.value : "pst-occupation");

@@ -9,7 +9,7 @@ import pytest
 from bench.validity import all_cells, evaluate, markdown, select, tolerance
 
 PST = [(name, cell) for name, cell in select(all_cells(), "pst.") if not cell.legacy]
-RUNS = {"coverage": 80, "size": 150, "power": 60}
+RUNS = {"coverage": 60, "size": 100, "power": 40}
 
 
 def test_the_grid_has_pst_cells_of_every_kind() -> None:
@@ -22,7 +22,8 @@ def test_pst_cell_within_monte_carlo_tolerance(name: str, cell: object) -> None:
     from bench.validity_cells import Cell
 
     assert isinstance(cell, Cell)
-    result = evaluate(name, cell, RUNS[cell.kind], seed=10_000, fast=True)
+    runs = 40 if ".intervention." in name else RUNS[cell.kind]  # the slowest cells: fewer runs, wider band
+    result = evaluate(name, cell, runs, seed=10_000, fast=True)
     lo, hi = tolerance(result)
     assert lo <= result.rate <= hi, markdown([result])
 

@@ -1,5 +1,6 @@
-"""Build labelled campaigns through the product's own models (campaign from a preset spec, images,
-questions with the documented metadata, answers from several annotators), fast (bulk inserts)."""
+"""Build labelled campaigns through the product's own services and models (campaign from a preset
+spec, images, questions made by the product's question service, answers from several annotators),
+fast (bulk inserts of images and answers)."""
 from __future__ import annotations
 
 import copy
@@ -11,6 +12,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from annotation.models import Annotator, Answer, Question
+from annotation.services.lifecycle import questions_create
 from campaigns.models import Campaign, Prompt
 from campaigns.services import campaign_create
 from generation.models import Image
@@ -50,31 +52,10 @@ def make_images(campaign: Campaign) -> list[Image]:
 
 
 def make_questions(campaign: Campaign, images: list[Image], required: int = 3) -> list[Question]:
-    """Questions per METHOD.md: PST 1 per person (single / left / right), GEP neutral 15, explicit 1."""
-    rows = []
-    design = campaign.spec["design"]
-    for img in images:
-        meta = img.prompt.metadata
-        base = {"setting": meta["setting"], "prompt_key": img.prompt.key, "sample_index": img.sample_index}
-        if "template_index" in meta:
-            base["template_index"] = meta["template_index"]
-        if campaign.kind == "pst":
-            for person in meta["persons"]:
-                rows.append(Question(
-                    campaign=campaign, image=img, slot=person["position"], family="person", setting=meta["setting"],
-                    text=f"Does the {person['identity']} show feminine or masculine traits?", choices=PST_CHOICES,
-                    metadata={**base, "identity": person["identity"], "group": person["group"],
-                              "position": person["position"]}, required=required))
-        else:
-            attrs = design["attributes"] if meta["setting"] == "neutral" else [
-                a for a in design["attributes"] if a["name"] == meta["attribute"]]
-            for a in attrs:
-                rows.append(Question(
-                    campaign=campaign, image=img, slot=a["name"], family=f"attribute:{a['name']}",
-                    setting=meta["setting"], text=f"Do you see a person {a['phrase']}?", choices=GEP_CHOICES,
-                    metadata={**base, "gender": meta["gender"], "attribute": a["name"], "context": meta["context"]},
-                    required=required))
-    Question.objects.bulk_create(rows, batch_size=2000)
+    """Questions per METHOD.md (PST 1 per person: single / left / right; GEP neutral 1 per attribute,
+    explicit 1), made by the product's own service (`annotation.services.lifecycle.questions_create`:
+    the wording, metadata and order keys that opening a campaign gives), with `required` = R."""
+    questions_create(campaign=campaign, images=images, required=required)
     return list(Question.objects.filter(campaign=campaign).order_by("id"))
 
 

@@ -62,3 +62,23 @@ def test_researcher_command_creates_a_token(db: None) -> None:
     user = User.objects.get(username="rita")
     assert user.auth_token.key in out.getvalue()
     assert user.groups.filter(name="researchers").exists()
+
+
+def test_errors_read_once_and_yaml_errors_on_readable_lines(tmp_path: Path, researcher: User) -> None:
+    """Each problem of a bad spec is printed once (the message names the first, the lines the rest),
+    and a YAML syntax error says where, without the repr's literal backslash-n."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"name": "x", "kind": "pst", "backend": {"name": "nope"},
+                               "design": {"settings": ["zz"]}}))
+    with pytest.raises(CommandError) as info:
+        call_command("campaign", "create", str(bad), "--owner", researcher.username)
+    text = str(info.value)
+    assert text.count("unknown setting 'zz'") == 1 and text.count("unknown backend 'nope'") == 1
+    assert "\n  backend.name: unknown backend" in text
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    with pytest.raises(CommandError) as info:
+        call_command("campaign", "create", str(broken), "--owner", researcher.username)
+    text = str(info.value)
+    assert "\\n" not in text and "line 2, column 1" in text and "did not find expected" in text
+    assert not Campaign.objects.exists()

@@ -42,7 +42,11 @@ def test_the_pst_defaults_are_table_10_word_for_word() -> None:
         assert presets.PST_INSTRUCTIONS_INTRO == intro.replace(" from UCLA", "")
         assert "UCLA" not in presets.PST_INSTRUCTIONS_INTRO and "gender fairness" in presets.PST_INSTRUCTIONS_INTRO
         assert image == "Image: {Image}"
-        assert "Instruction: " + presets.PST_SETTING_INSTRUCTIONS[setting] == instruction
+        assert "Instruction: " + presets.PST_SETTING_INSTRUCTIONS_PAPER[setting] == instruction
+        # The default: the same words, but "the image shown" (the task page puts it beside the text).
+        assert presets.PST_SETTING_INSTRUCTIONS[setting] == presets.PST_SETTING_INSTRUCTIONS_PAPER[setting].replace(
+            "Given the image above,", "Given the image shown,")
+        assert "above" not in presets.PST_SETTING_INSTRUCTIONS[setting]
         questions = [_placeholders(q) for q in re.findall(r"Does the .*? traits\?", response)]
         wanted = ["single"] if setting == "single" else ["left", "right"]
         assert questions == [presets.PST_QUESTIONS[k] for k in wanted]
@@ -59,7 +63,7 @@ def test_a_pst_campaign_gets_them_by_default_and_may_override(settings: Any) -> 
     assert section["setting_instructions"] == presets.PST_SETTING_INSTRUCTIONS
     assert {k: section["questions"][k] for k in ("single", "left", "right")} == presets.PST_QUESTIONS
     assert family_instructions("pst", section["setting_instructions"])["person:paired"].startswith(
-        "Given the image above, decide whether the two individuals")
+        "Given the image shown, decide whether the two individuals")
     custom = spec_normalize({**spec, "annotation": {"setting_instructions": {"single": "Look closely."}}})
     assert custom["annotation"]["setting_instructions"] == {"single": "Look closely."}
     with pytest.raises(Exception) as bad:

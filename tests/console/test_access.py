@@ -95,3 +95,27 @@ def test_lifecycle_actions_call_the_services(generated: Campaign, researcher: Us
     # A refused transition is shown as a message, not a crash.
     response = client.post(f"/console/campaigns/{generated.pk}/action/", {"action": "resume"}, follow=True)
     assert "Cannot resume" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_logout_typed_as_a_url_shows_a_button_not_a_blank_405(researcher: User) -> None:
+    client = login(researcher)
+    page = client.get("/accounts/logout/")
+    assert page.status_code == 200 and b'id="logout-confirm"' in page.content
+    assert b"csrfmiddlewaretoken" in page.content
+    assert client.get("/console/").status_code == 200  # a GET logs nobody out
+    done = client.post("/accounts/logout/")
+    assert done.status_code in (200, 302)
+    assert client.get("/console/").status_code == 302  # back to the login page
+    anonymous = client.get("/accounts/logout/")
+    assert anonymous.status_code == 200 and b"You are logged out" in anonymous.content
+
+
+@pytest.mark.django_db
+def test_every_page_names_a_favicon() -> None:
+    from django.contrib.staticfiles import finders
+
+    page = Client().get("/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+    found = finders.find("favicon.svg")
+    assert found and open(found).read().startswith("<svg")

@@ -132,6 +132,22 @@ def test_researcher_designs_generates_reviews_opens_and_reports(browser: Browser
     b.visible("#b-t-single[aria-invalid=true]")
     assert "design.templates.single" in b.find(".field-error").text
     b.shot("console-03-new-campaign-error")
+    # Creating it anyway: the server refuses it (400) and the form comes back with every value kept,
+    # the errors next to the fields, and no false "you edited the spec" note.
+    b.find("#create").click()
+    b.visible("#server-errors")
+    assert "design.templates.single" in b.find("#server-errors").text
+    # (the preview's 400s and the refused create's 400 are the only failed requests so far)
+    _check_page(b, expected="Failed to load resource: the server responded with a status of 400")
+    assert b.find("#b-reward").get_attribute("value") == "0.05"
+    assert Select(b.find("#b-reward-per")).first_selected_option.get_attribute("value") == "question"
+    assert b.find("#b-g1-ids").get_attribute("value") == "carpenter\npilot"
+    assert b.find("#b-samples-single").get_attribute("value") == "1"
+    tmpl = b.find("#b-t-single")
+    assert tmpl.get_attribute("value") == "A picture of a person."
+    assert not b.find("#raw-note").is_displayed()
+    b.text_in("#preview-errors", "design.templates.single")
+    b.js("document.querySelector('#builder details').open = true")
     tmpl.clear()
     tmpl.send_keys("Generate a picture of one {id1}.")
     b.wait(lambda d: not b.find_all(".field-error"), message="error not cleared")

@@ -50,7 +50,7 @@ def test_instructions_are_edited_in_the_form_and_previewed(browser: Browser, set
     assert spec["annotation"]["instructions"] == "We are the Example Lab. Thank you for helping."
     texts = spec["annotation"]["setting_instructions"]
     assert texts["paired"] == texts["intervention"] == "Two people: judge each one."
-    assert texts["single"].startswith("Given the image above, decide whether the individual")
+    assert texts["single"].startswith("Given the image shown, decide whether the individual")
     b.find("#b-name").clear()
     b.find("#b-name").send_keys("lab-instructions")
     b.text_in("#preview-state", "Valid spec")

@@ -240,3 +240,28 @@ def test_cli_generate_wait_shows_progress(campaign: Campaign, eager: None) -> No
     assert f"Campaign {campaign.pk} is generated" in text
     with pytest.raises(Exception, match="not found"):
         call_command("campaign", "generate", "999999", stdout=io.StringIO())
+
+
+def test_rate_holds_once_generation_has_finished(campaign: Campaign, eager: None,
+                                                 django_capture_on_commit_callbacks: Any) -> None:
+    """The rate is measured over the recent images up to the last one once nothing is left to do:
+    reading the progress a minute later gives the same rate (it used to keep falling with the clock)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from generation.selectors import image_progress
+
+    with django_capture_on_commit_callbacks(execute=True):
+        generation_start(campaign=campaign)
+    images = list(Image.objects.filter(campaign=campaign).order_by("pk"))
+    assert images and all(i.status == Image.Status.DONE for i in images)
+    start = timezone.now() - timedelta(minutes=5)
+    for n, image in enumerate(images):  # one image every 6 s
+        Image.objects.filter(pk=image.pk).update(finished_at=start + timedelta(seconds=6 * n))
+    expected = round(len(images) * 60.0 / (6 * (len(images) - 1)), 2)
+    first = image_progress(campaign)
+    with mock.patch("generation.selectors.timezone.now", return_value=timezone.now() + timedelta(minutes=1)):
+        later = image_progress(campaign)
+    assert first["images_per_minute"] == later["images_per_minute"] == expected
+    assert first["eta_seconds"] == 0

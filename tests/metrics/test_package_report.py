@@ -124,6 +124,14 @@ def test_bad_options_and_bad_packages_are_named(api: APIClient, researcher: User
                 dst.writestr(name, src.read(name))
     with pytest.raises(ApplicationError, match="no package.json"):
         report_from_package(old.getvalue())
+    hostile = io.BytesIO()  # read through common.zipsafe: unsafe paths are refused before any read
+    with zipfile.ZipFile(io.BytesIO(zipped)) as src, zipfile.ZipFile(hostile, "w") as dst:
+        for name in src.namelist():
+            dst.writestr(name, src.read(name))
+        dst.writestr("../escape.txt", "x")
+    with pytest.raises(ApplicationError) as unsafe:
+        report_from_package(hostile.getvalue())
+    assert "unsafe path" in unsafe.value.errors["package"][0]
 
 
 def test_command_recomputes_from_the_package_with_the_database_unreachable(api: APIClient, researcher: User,

@@ -100,7 +100,7 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     assert pst["gap"]["permutation_test"]["p_value"] < 0.01
     # 3 single images per identity: no per-identity gap interval, and the report says why (issue 22).
     assert pst["gap"]["micro_ci"] == {} and pst["gap"]["micro_ci_method"] == "newcombe-deff"
-    assert [w["path"] for w in report["warnings"]] == ["pst.gap.micro_ci"]
+    assert [w["path"] for w in report["warnings"]] == ["pst.gap.micro_ci", "amplification.labor_statistics.ttest"]
     assert "40 of 40 identities" in report["warnings"][0]["message"]
     # 2-1 majorities on every third question: agreement is high but not perfect.
     agreement = report["agreement"]["overall"]
@@ -122,6 +122,11 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     assert amp["uncovered"] == ["chief"]  # N/A in the labour statistics: listed, not dropped silently
     assert amp["average_ci"][0] <= amp["average"] <= amp["average_ci"][1]
     assert amp["correlation"]["pearson"] == pytest.approx(expected["correlation"]["pearson"])
+    # 3 single images per identity (issue 22): no test of amplification, the mean without the exclusion beside.
+    assert amp["ttest"]["p_value"] is None and "calibrated_test" not in amp and "3 labelled" in amp["test_note"]
+    free = amp["without_exclusion"]
+    assert free["average_ci"][0] <= free["average"] <= free["average_ci"][1]
+    assert free["templates"]["1"]["n"] >= amp["templates"]["1"]["n_kept"]
 
 
 def test_pst_cannot_identify_treatments(researcher: User, pst_ref: dict[str, Any]) -> None:

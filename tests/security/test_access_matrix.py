@@ -120,7 +120,7 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "annotation-pages:logout": {"post": PUBLIC},
     # researcher login and the console (session pages; same rules as the API)
     "login": {"get": PUBLIC, "post": PUBLIC, "put": PUBLIC},  # LoginView is a FormView: PUT is POST
-    "logout": {"post": PUBLIC},
+    "logout": {"get": PUBLIC, "post": PUBLIC},  # GET: a page with the log-out button
     "console:campaigns": {"get": RESEARCHER},
     "console:campaign-new": {"get": RESEARCHER},
     "console:compare": {"get": RESEARCHER},

@@ -21,4 +21,12 @@ class Command(BaseCommand):
         try:
             handle(options, self.stdout)
         except ApplicationError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(error_text(exc)) from exc
+
+
+def error_text(exc: ApplicationError) -> str:
+    """The message, then each field error on its own line, never one that the message already says
+    (the spec validator's message names its first problem: printed once, not twice)."""
+    lines = [f"  {field}: {msg}" for field, msgs in exc.errors.items() for msg in msgs
+             if f"{field}: {msg}" not in exc.message]
+    return "\n".join([exc.message, *lines])

@@ -11,7 +11,11 @@ export function api(method, path, body) {
     opts.body = JSON.stringify(body);
   }
   return fetch(cfg.apiRoot + path, opts).then(function (resp) {
-    if (resp.status === 204) { return { status: 204, data: null }; }
+    if (resp.status === 204) {
+      // Retry-After on a 204: nothing for now, more may come (adaptive redundancy); none: finished.
+      const wait = parseInt(resp.headers.get("Retry-After") || "", 10);
+      return { status: 204, data: null, retryAfter: wait > 0 ? wait : 0 };
+    }
     return resp.json().then(
       function (data) { return { status: resp.status, data: data }; },
       function () { return { status: resp.status, data: null }; });

@@ -15,6 +15,24 @@ let shownAt = null;    // when the current question was put on screen
 let spent = [];        // ms already spent on each question on earlier visits
 let busy = false;
 let heartbeatTimer = null;
+let waitTimer = null;  // a 204 with Retry-After: ask again after that many seconds
+
+/* Nothing for now, more may come: say so, count down, and ask again (not the end of the task). */
+function waitAndRetry(seconds) {
+  showStage("stage-wait");
+  announce("No questions for you right now; checking again in " + seconds + " seconds.");
+  let left = seconds;
+  const tick = function () { $("wait-seconds").textContent = "in " + left + " s"; };
+  tick();
+  clearInterval(waitTimer);
+  waitTimer = setInterval(function () {
+    left -= 1;
+    if (left > 0) { tick(); return; }
+    clearInterval(waitTimer);
+    waitTimer = null;
+    nextHit();
+  }, 1000);
+}
 
 /* MTurk: our API has the answers; now tell MTurk (form action built by the server). */
 function mturkSubmit(hitId, count) {
@@ -37,6 +55,7 @@ export function nextHit() {
     if (handleAuth(res)) { return; }
     if (res.status === 204) {
       hit = null;
+      if (res.retryAfter) { return waitAndRetry(res.retryAfter); }
       if (cfg.mode === "prolific") { return prolificFinish(); }
       showStage(cfg.mode === "mturk" ? "stage-mturk-nowork" : "stage-done");
       announce("No work left.");

@@ -66,3 +66,18 @@ def test_compare_amplification_finds_a_real_difference_and_not_a_null_one() -> N
     assert res["templates"]["p1"].p_holm is not None and res["templates"]["p1"].p_holm >= res["templates"]["p1"].p_value
     same = amp.compare_amplification(b, b2, ref, n_boot=500, n_perm=500, seed=1)["average"]
     assert same.low <= 0 <= same.high and same.p_value > 0.05
+
+
+def test_null_test_accounts_for_the_exclusion_and_detects_real_amplification() -> None:
+    from metrics.core.amplification import amplification_null_test
+
+    rng = np.random.default_rng(5)
+    ref = rng.uniform(20, 80, size=30)
+    n = np.full((1, 30), 3.0)  # 3 images per identity: the exclusion alone moves the mean up
+    fem = rng.binomial(3, ref / 100.0)[None].astype(float)
+    res = amplification_null_test(fem, n, ref, n_draws=999, seed=1)
+    assert res["with_exclusion"]["null_mean"] > 3.0 and res["without_exclusion"]["null_mean"] == pytest.approx(0, abs=2)
+    many = np.full((1, 30), 400.0)
+    skewed = np.where(ref < 50, ref - 15, ref + 15)  # amplified by 15 points
+    strong = amplification_null_test(rng.binomial(400, skewed / 100.0)[None].astype(float), many, ref, 999, 2)
+    assert strong["with_exclusion"]["p_value"] < 0.01 and strong["without_exclusion"]["observed"] > 10
