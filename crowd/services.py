@@ -220,9 +220,11 @@ def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
         takeable = takeable or not any(mine)
     consented = Enrollment.objects.filter(annotator=annotator, campaign=campaign,
                                           consented_at__isnull=False).exists()
-    if campaign.status == Campaign.Status.CLOSED and consented:
-        return "complete"
-    if consented and not takeable and campaign.status == Campaign.Status.OPEN \
-            and not has_work(annotator=annotator, campaign=campaign):
-        return "complete"
+    # The completion code pays: it goes only to a participant who submitted work. A campaign that
+    # closed, or has nothing left for them, before they did any ends without a code ("no_work": they
+    # return the study on Prolific), so a made-up PROLIFIC_PID earns nothing.
+    ended = campaign.status == Campaign.Status.CLOSED or (
+        not takeable and campaign.status == Campaign.Status.OPEN and not has_work(annotator=annotator, campaign=campaign))
+    if consented and ended:
+        return "complete" if submitted > 0 else "no_work"
     return "continue"

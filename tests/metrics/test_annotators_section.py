@@ -132,7 +132,9 @@ def test_a_withdrawal_makes_the_cached_report_stale(researcher):
     _, after = report_get(campaign=campaign, options=options)
     assert "woman" not in after["annotators"]["fields"]["gender"]["groups"]
     # A new answer to the campaign's form is a change too (the profile's answers count nowhere).
-    DemographicsResponse.objects.filter(annotator=people["woman"][0], campaign=campaign).update(
-        answers={"gender": "woman"}, consented_at=timezone.now(), updated_at=timezone.now())
+    from annotation.services.demographics import demographics_submit
+
+    demographics_submit(annotator=people["woman"][0], campaign=campaign, consent=True, consent_version="1",
+                        answers={"gender": "woman"})
     _, again = report_get(campaign=campaign, options=options)
     assert again["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
