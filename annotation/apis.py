@@ -30,7 +30,7 @@ from common.throttle import password_attempt
 from common.tokens import token_expires_at
 from common.uploads import upload_check
 
-from . import inputs, selectors
+from . import inputs, outputs, selectors
 from .families import campaign_families
 from .hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
 from .models import Annotator, Assignment
@@ -56,7 +56,7 @@ class AnnotatorSignupApi(APIView):
     permission_classes = [AllowAny]
     authentication_classes: list[Any] = []
 
-    @extend_schema(request=inputs.AnnotatorSignupInput, responses={201: dict})
+    @extend_schema(request=inputs.AnnotatorSignupInput, responses={201: outputs.AnnotatorSignupOutput})
     def post(self, request: Request) -> Response:
         data = body_parse(inputs.AnnotatorSignupInput, request)
         annotator, token = annotator_create(
@@ -79,11 +79,11 @@ class AnnotatorMeApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.AnnotatorMeOutput})
     def get(self, request: Request) -> Response:
         return Response(_me(selectors.annotator_of(request.user)))
 
-    @extend_schema(request=inputs.AnnotatorMeInput, responses={200: dict})
+    @extend_schema(request=inputs.AnnotatorMeInput, responses={200: outputs.AnnotatorMeOutput})
     def patch(self, request: Request) -> Response:
         data = body_parse(inputs.AnnotatorMeInput, request, strict=True)
         annotator = selectors.annotator_of(request.user)
@@ -98,7 +98,7 @@ class AnnotatorMeApi(APIView):
 class CampaignConsentApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=inputs.ConsentInput, responses={200: dict})
+    @extend_schema(request=inputs.ConsentInput, responses={200: outputs.ConsentOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
@@ -111,7 +111,7 @@ class CampaignConsentApi(APIView):
 class CampaignTaskApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.TaskOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
@@ -126,7 +126,7 @@ class CampaignOpenApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.CampaignOpenOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         result = questions_open(campaign=campaign)
@@ -137,7 +137,7 @@ class CampaignTransitionApi(APIView):
     permission_classes = [IsResearcher]
     action = ""
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.CampaignStatusOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         campaign = campaign_annotation_transition(campaign=campaign, action=self.action)
@@ -165,7 +165,7 @@ class CampaignQuestionsApi(APIView):
 
     @extend_schema(parameters=[OpenApiParameter(n, str) for n in ("setting", "family", "slot", "image", "label",
                                                                      "tie", "page", "page_size")],
-                   responses={200: dict})
+                   responses={200: outputs.QuestionPageOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         qs = selectors.question_list(campaign=campaign, filters=_query_filters(request))
@@ -179,7 +179,7 @@ class QuestionsRedundancyApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=inputs.QuestionsRedundancyInput, responses={200: dict})
+    @extend_schema(request=inputs.QuestionsRedundancyInput, responses={200: outputs.RedundancyOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         data = body_parse(inputs.QuestionsRedundancyInput, request)
@@ -193,7 +193,7 @@ class QuestionsGoldApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=inputs.QuestionsGoldInput, responses={200: dict})
+    @extend_schema(request=inputs.QuestionsGoldInput, responses={200: outputs.GoldOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         count = questions_gold_set(campaign=campaign, items=body_parse(inputs.QuestionsGoldInput, request)["items"])
@@ -207,13 +207,13 @@ class CampaignExamplesApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.ExamplesOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response({"examples": selectors.examples_list(campaign=campaign),
                          "families": campaign_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
 
-    @extend_schema(request=inputs.ExampleCreateInput, responses={201: dict})
+    @extend_schema(request=inputs.ExampleCreateInput, responses={201: outputs.ExampleOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         data = body_parse(inputs.ExampleCreateInput, request)
@@ -248,7 +248,7 @@ def _owned_campaign(request: Request, campaign_id: int) -> Campaign | None:
 class CampaignQualificationsApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.QualificationListOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = _owned_campaign(request, campaign_id)
         if campaign is not None:
@@ -259,7 +259,7 @@ class CampaignQualificationsApi(APIView):
         return Response({"results": selectors.qualification_list(campaign=campaign, researcher=False,
                                                                  annotator=annotator)})
 
-    @extend_schema(request=inputs.QualificationCreateInput, responses={201: dict})
+    @extend_schema(request=inputs.QualificationCreateInput, responses={201: outputs.QualificationOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         if not user_is_researcher(request.user):
             raise ApplicationError("Only researchers define qualification tests.", status_code=403)
@@ -282,7 +282,7 @@ class QualificationAttemptApi(APIView):
     # The service that grades the attempt (crowd's MTurk page swaps in one that also grants on MTurk).
     attempt_service = staticmethod(qualification_attempt)
 
-    @extend_schema(request=inputs.QualificationAttemptInput, responses={201: dict})
+    @extend_schema(request=inputs.QualificationAttemptInput, responses={201: outputs.QualificationAttemptOutput})
     def post(self, request: Request, qualification_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         qualification = selectors.qualification_get(qualification_id=qualification_id)
@@ -312,7 +312,7 @@ class AssignmentNextApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict, 201: dict, 204: None})
+    @extend_schema(request=None, responses={200: outputs.HitOutput, 201: outputs.HitOutput, 204: None})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         payload, created = assignment_next(annotator=annotator, campaign_id=campaign_id)
@@ -324,7 +324,7 @@ class AssignmentNextApi(APIView):
 class AssignmentHeartbeatApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.HeartbeatOutput})
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = assignment_heartbeat(annotator=selectors.annotator_of(request.user),
                                                    assignment_id=assignment_id)
@@ -334,7 +334,7 @@ class AssignmentHeartbeatApi(APIView):
 class AssignmentReturnApi(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.AssignmentStatusOutput})
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = assignment_return(annotator=selectors.annotator_of(request.user),
                                                 assignment_id=assignment_id)
@@ -346,7 +346,7 @@ class AssignmentSubmitApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=inputs.AssignmentSubmitInput, responses={200: dict})
+    @extend_schema(request=inputs.AssignmentSubmitInput, responses={200: outputs.SubmitOutput})
     def post(self, request: Request, assignment_id: int) -> Response:
         # The hot path: the hand-written parser (hits.rules.answers_parse) validates the answers.
         if not isinstance(request.data, dict):
@@ -361,7 +361,7 @@ class AssignmentReviewApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=inputs.AssignmentReviewInput, responses={200: dict})
+    @extend_schema(request=inputs.AssignmentReviewInput, responses={200: outputs.ReviewOutput})
     def post(self, request: Request, assignment_id: int) -> Response:
         campaign_id = Assignment.objects.filter(pk=assignment_id).values_list("campaign_id", flat=True).first()
         if campaign_id is None:
@@ -380,7 +380,7 @@ class AssignmentReviewApi(APIView):
 class CampaignAnnotatorsApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.AnnotatorTableOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response({"results": selectors.annotator_table(campaign=campaign)})
@@ -391,7 +391,7 @@ class CampaignAnnotatorActionApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=inputs.AnnotatorActionInput, responses={200: dict})
+    @extend_schema(request=inputs.AnnotatorActionInput, responses={200: outputs.AnnotatorActionOutput})
     def post(self, request: Request, campaign_id: int, annotator_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         data = body_parse(inputs.AnnotatorActionInput, request)
@@ -444,7 +444,7 @@ class CampaignImportApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request={"multipart/form-data": inputs.ArchiveImportInput}, responses={201: dict})
+    @extend_schema(request={"multipart/form-data": inputs.ArchiveImportInput}, responses={201: outputs.CampaignImportOutput})
     def post(self, request: Request) -> Response:
         from .archive import campaign_import
 

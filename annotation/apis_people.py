@@ -3,7 +3,7 @@ aggregates, the withdrawal) and fair pay. Views parse, call one service or selec
 from __future__ import annotations
 
 from django.contrib.auth import logout
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,7 +15,7 @@ from common.errors import ApplicationError
 from common.permissions import IsResearcher, user_is_researcher
 from common.tokens import token_expires_at
 
-from . import inputs, selectors
+from . import inputs, outputs, selectors
 from .demographics import MAX_MIN_GROUP
 from .pay import campaign_pay
 from .people import demographics_form, demographics_summary, release_info
@@ -49,7 +49,9 @@ class CampaignDemographicsApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(parameters=[OpenApiParameter("min_group", int)], responses={200: dict})
+    @extend_schema(parameters=[OpenApiParameter("min_group", int)], responses={200: PolymorphicProxySerializer(
+        component_name="CampaignDemographicsOutput", serializers=[outputs.DemographicsSummaryOutput, outputs.DemographicsFormOutput],
+        resource_type_field_name=None)})
     def get(self, request: Request, campaign_id: int) -> Response:
         if user_is_researcher(request.user):
             campaign = campaign_get(user=request.user, campaign_id=campaign_id)
@@ -59,7 +61,7 @@ class CampaignDemographicsApi(APIView):
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
         return Response(demographics_form(campaign=campaign, annotator=annotator))
 
-    @extend_schema(request=inputs.DemographicsInput, responses={200: dict})
+    @extend_schema(request=inputs.DemographicsInput, responses={200: outputs.DemographicsSubmitOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         campaign = selectors.campaign_for_annotator(campaign_id=campaign_id)
@@ -95,7 +97,7 @@ class DemographicsWithdrawApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.DemographicsWithdrawOutput})
     def post(self, request: Request) -> Response:
         if not isinstance(request.data, dict):  # reading it parses it: 415 for a type the API does not take
             raise ApplicationError("No body is needed.", errors={"body": ["must be empty or an object"]})
@@ -107,7 +109,7 @@ class DemographicsApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.DemographicsWithdrawOutput})
     def delete(self, request: Request) -> Response:
         return Response(demographics_withdraw(annotator=selectors.annotator_of(request.user)))
 
@@ -144,7 +146,7 @@ class CampaignPayApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.PayOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response(campaign_pay(campaign=campaign))

@@ -30,10 +30,27 @@ def _labeller(request: Request) -> str:
     return ser.validated_data["labeller"]
 
 
+class AutolabelRunOutput(serializers.Serializer):
+    """The labeller's job: its status and counts (`done`, `failed` stored; `total` questions it applies to)."""
+
+    labeller = serializers.CharField()
+    status = serializers.CharField()
+    queued = serializers.IntegerField(required=False, help_text="Questions queued by this call (start only).")
+    batches = serializers.IntegerField(required=False, help_text="Task messages queued by this call (start only).")
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+
+
+class MachineLabelImportOutput(serializers.Serializer):
+    rows = serializers.IntegerField()
+    labeller = serializers.CharField()
+
+
 class AutolabelStartApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=AutolabelInputSerializer, responses={202: dict})
+    @extend_schema(request=AutolabelInputSerializer, responses={202: AutolabelRunOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         result = autolabel_start(campaign=campaign, labeller=_labeller(request))
@@ -43,7 +60,7 @@ class AutolabelStartApi(APIView):
 class AutolabelCancelApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=AutolabelInputSerializer, responses={200: dict})
+    @extend_schema(request=AutolabelInputSerializer, responses={200: AutolabelRunOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response(autolabel_cancel(campaign=campaign, labeller=_labeller(request)))
@@ -77,7 +94,7 @@ class MachineLabelImportApi(APIView):
     @extend_schema(request={"multipart/form-data": inline_serializer("MachineLabelImportInput", fields={
         "file": serializers.FileField(help_text="CSV or JSON Lines, one label per row"),
         "labeller": serializers.CharField(),
-    })}, responses={201: dict})
+    })}, responses={201: MachineLabelImportOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")

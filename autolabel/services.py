@@ -21,6 +21,7 @@ from campaigns.spec import Problems
 from campaigns.spec.autolabel import OPTIONS, labeller_config
 from common.errors import ApplicationError, ConflictError
 from common.extras import gpu_extra_message, gpu_extra_missing
+from common.tasks import task_send
 
 from .labellers import LabelContext, labeller_get, labeller_names
 from .models import AutolabelJob, MachineLabel, MachineLabelFailure
@@ -92,11 +93,9 @@ def autolabel_start(*, campaign: Campaign, labeller: str) -> dict[str, Any]:
 
 
 def _publish(job_id: int, run: int, batches: list[list[int]]) -> None:
-    from celery import current_app
-
     for batch in batches:
         try:
-            current_app.send_task(TASK_NAME, args=[job_id, run, batch], queue=QUEUE)
+            task_send(TASK_NAME, args=[job_id, run, batch], queue=QUEUE)
         except Exception as exc:  # the broker's connection errors: the job shows it; POST again resumes
             logger.warning("autolabel job %s: the broker refused a batch (%s)", job_id, type(exc).__name__)
             AutolabelJob.objects.filter(pk=job_id).update(status=J.FAILED, error=f"broker unavailable: {exc}"[:1000])

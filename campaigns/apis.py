@@ -60,6 +60,55 @@ class SpecInputSerializer(serializers.Serializer):
     annotation = serializers.JSONField(required=False, help_text="Redundancy, HIT size, reward, instructions.")
 
 
+class SpecOutput(SpecInputSerializer):
+    """The normalised spec (docs/spec.md): the body's sections with every default filled in, and the
+    sections registered by other apps (campaigns.spec.register_section)."""
+
+    version = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    description = serializers.CharField(allow_blank=True)
+    annotation = serializers.JSONField(help_text="Redundancy, HIT size, reward, instructions.")
+    references = serializers.ListField(child=serializers.JSONField(), required=False,
+                                       help_text="Reference %F per identity (PST).")
+    crowd = serializers.JSONField(help_text="Crowd platforms (docs/crowd.md).")
+    dataset = serializers.JSONField(help_text="The replication package's license and citation.")
+    autolabel = serializers.JSONField(help_text="Machine labellers (docs/autolabel.md).")
+
+
+class SpecPreviewOutput(serializers.Serializer):
+    """What the spec would create (campaigns.spec.spec_summary), a sample of its prompts and what the
+    registered preview providers add (metrics: `planning`, docs/metrics.md "Sample size planning")."""
+
+    spec = SpecOutput()
+    prompt_count = serializers.IntegerField()
+    images_planned = serializers.IntegerField()
+    by_setting = serializers.JSONField(help_text="{setting: {prompts, images}}.")
+    examples = serializers.ListField(child=serializers.JSONField(), help_text="Up to 8 prompts: {key, setting, text}.")
+    planning = serializers.JSONField(required=False, help_text=(
+        "{assumption, confidence, target_half_width, pst, gep, images_for_target, adaptive, comparison}."))
+
+
+class PresetsOutput(serializers.Serializer):
+    """The preset catalogue (campaigns.presets.catalogue): designs, templates, samples, instructions."""
+
+    pst = serializers.JSONField(help_text="{occupation, power, templates, samples, instructions, "
+                                "setting_instructions, questions, labor_stats_percent_female}.")
+    gep = serializers.JSONField(help_text="{genders, attributes, contexts, templates, samples}.")
+
+
+class ReferencesOutput(serializers.Serializer):
+    """The reference %F per identity in force and what it leaves uncovered (campaigns.spec.references)."""
+
+    references = serializers.ListField(child=serializers.JSONField(), help_text="{name, source, percent_female}.")
+    default = serializers.BooleanField(help_text="True while the spec names no references (the preset's are used).")
+    uncovered = serializers.JSONField(help_text="{reference: [design identities without a value]}.")
+    not_in_design = serializers.JSONField(help_text="{reference: [identities the design does not have]}.")
+
+
+class ReferencesUploadOutput(ReferencesOutput):
+    uploaded = serializers.ListField(child=serializers.CharField(), help_text="The references the CSV named.")
+
+
 class CampaignListCreateApi(APIView):
     permission_classes = [IsResearcher]
     parser_classes = SPEC_PARSERS  # the one place besides preview that reads YAML
@@ -124,7 +173,7 @@ class CampaignSpecApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(parameters=[OpenApiParameter("as", str, enum=["json", "yaml"])], responses={200: dict})
+    @extend_schema(parameters=[OpenApiParameter("as", str, enum=["json", "yaml"])], responses={(200, "application/json"): SpecOutput, (200, "application/yaml"): str})
     def get(self, request: Request, campaign_id: int) -> HttpResponse:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         spec = dict(campaign.spec)
@@ -145,7 +194,7 @@ class SpecPreviewApi(APIView):
     parser_classes = SPEC_PARSERS
 
     @extend_schema(request={"application/json": SpecInputSerializer, "application/yaml": SpecInputSerializer},
-                   responses={200: dict},
+                   responses={200: SpecPreviewOutput},
                    parameters=[OpenApiParameter("target_half_width", float, description=(
                        "planning: the wanted 95% half-width of the headline score (STS percent points for PST, "
                        "GEP score for GEP)"))])
@@ -163,7 +212,7 @@ class SpecPreviewApi(APIView):
 class PresetsApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: PresetsOutput})
     def get(self, request: Request) -> Response:
         return Response(presets.catalogue())
 
@@ -179,12 +228,12 @@ class CampaignReferencesApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: ReferencesOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response(campaign_references(campaign=campaign))
 
-    @extend_schema(request={"multipart/form-data": ReferencesUploadInput}, responses={200: dict})
+    @extend_schema(request={"multipart/form-data": ReferencesUploadInput}, responses={200: ReferencesUploadOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")

@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.errors import ApplicationError, ConflictError
+from common.tasks import task_send
 
 from .models import Campaign, Prompt
 from .revision import data_changed
@@ -61,10 +62,8 @@ def campaign_create(*, owner: AbstractBaseUser, spec: Any) -> Campaign:
 def _publish_expansion(campaign: Campaign) -> bool:
     """Publish the expansion task (by name: services do not import tasks); a broker failure is
     logged and left to the sweeper."""
-    from celery import current_app
-
     try:
-        current_app.send_task("campaigns.prompts_expand", args=[campaign.pk])
+        task_send("campaigns.prompts_expand", args=[campaign.pk])
     except Exception as exc:  # the broker's connection errors (kombu / redis / OSError)
         logger.warning("campaign %s: the broker refused the prompt expansion (%s); the sweeper will retry",
                        campaign.pk, type(exc).__name__)

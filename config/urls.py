@@ -7,10 +7,13 @@ from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from common.views import TokenObtainApi, csp_report
+from metrics.apis import ReportSchemaApi
 
 api_patterns = [
     path("auth/token/", TokenObtainApi.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # The report's JSON Schema (metrics/sections/schema.py), readable by whoever may read the one above.
+    path("schema/report/", ReportSchemaApi.as_view(), name="api-schema-report"),
     # Swagger UI from drf-spectacular-sidecar; its start-up script is a file too (?script), not inline.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include("campaigns.urls")),

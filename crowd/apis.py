@@ -2,14 +2,14 @@
 an MTurk batch-results CSV. Views parse, call one service, and render."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import selectors
+from annotation import outputs, selectors
 from annotation.apis import QualificationAttemptApi, nothing_now
 from campaigns.selectors import campaign_get
 from common.edge import body_parse
@@ -35,6 +35,30 @@ class MTurkBatchImportInput(serializers.Serializer):
     dry_run = serializers.BooleanField(required=False, help_text="Check only; nothing is written.")
 
 
+class MTurkSubmittedOutput(serializers.Serializer):
+    """The MTurk assignment's HIT was submitted already: the page only has to tell MTurk."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField(help_text='"submitted"')
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    external_assignment_id = serializers.CharField()
+
+
+MTURK_HIT = PolymorphicProxySerializer(component_name="MTurkHitOutput", resource_type_field_name=None,
+                                       serializers=[outputs.HitOutput, MTurkSubmittedOutput])
+
+
+class MTurkBatchImportOutput(serializers.Serializer):
+    campaigns = serializers.ListField(child=serializers.IntegerField(), help_text="The campaigns the file fed.")
+    rows = serializers.IntegerField()
+    assignments = serializers.IntegerField()
+    answers = serializers.IntegerField()
+    skipped_rows = serializers.IntegerField()
+    skipped_by_status = serializers.JSONField(help_text="{MTurk assignment status: rows skipped}.")
+    workers = serializers.IntegerField()
+    questions = serializers.IntegerField()
+
+
 class MTurkAssignmentApi(APIView):
     """The product HIT of an accepted MTurk assignment: {"assignmentId", "hitId"} -> 201 new, 200 the
     same one again (or `"status": "submitted"` once submitted), 204 no work left (with `Retry-After`
@@ -42,7 +66,7 @@ class MTurkAssignmentApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=MTurkAssignmentInput, responses={200: dict, 201: dict, 204: None})
+    @extend_schema(request=MTurkAssignmentInput, responses={200: MTURK_HIT, 201: outputs.HitOutput, 204: None})
     def post(self, request: Request, campaign_id: int) -> Response:
         annotator = selectors.annotator_of(request.user)
         selectors.campaign_for_annotator(campaign_id=campaign_id)
@@ -78,7 +102,7 @@ class MTurkBatchImportApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request={"multipart/form-data": MTurkBatchImportInput}, responses={200: dict})
+    @extend_schema(request={"multipart/form-data": MTurkBatchImportInput}, responses={200: MTurkBatchImportOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")

@@ -56,10 +56,39 @@ class ImageOutputSerializer(serializers.Serializer):
         return image_url(web_file=image.web_file, source_url=image.source_url) or None
 
 
+class _CampaignStateOutput(serializers.Serializer):
+    status = serializers.CharField(help_text="The campaign's status after the call.")
+    progress = serializers.JSONField(help_text="The campaign's progress counters (as GET /api/campaigns/{id}/).")
+
+
+class GenerationQueuedOutput(_CampaignStateOutput):
+    """Images queued on commit: `queued` and `batches` expected, `unqueued` those the broker refused
+    (the sweeper queues them later); start adds `created`, `resumed`, `planning` (a worker plans a
+    large campaign), retry-failed adds `reset`."""
+
+    queued = serializers.IntegerField()
+    batches = serializers.IntegerField()
+    unqueued = serializers.IntegerField()
+    created = serializers.IntegerField(required=False)
+    resumed = serializers.IntegerField(required=False)
+    planning = serializers.BooleanField(required=False)
+    reset = serializers.IntegerField(required=False)
+
+
+class GenerationCancelOutput(_CampaignStateOutput):
+    cancelled = serializers.IntegerField()
+
+
+class ImageImportOutput(_CampaignStateOutput):
+    imported = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    rows = serializers.IntegerField()
+
+
 class GenerationStartApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=None, responses={202: dict})
+    @extend_schema(request=None, responses={202: GenerationQueuedOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         result = generation_start(campaign=campaign)
@@ -71,7 +100,7 @@ class GenerationStartApi(APIView):
 class GenerationCancelApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: GenerationCancelOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         result = generation_cancel(campaign=campaign)
@@ -82,7 +111,7 @@ class GenerationCancelApi(APIView):
 class GenerationRetryFailedApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=None, responses={202: dict})
+    @extend_schema(request=None, responses={202: GenerationQueuedOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         result = generation_retry_failed(campaign=campaign)
@@ -149,7 +178,7 @@ class ImageImportApi(APIView):
         "archive": serializers.FileField(required=False, help_text="a zip of the image files"),
         "files": serializers.ListField(child=serializers.FileField(), required=False,
                                        help_text="the image files, by the names the manifest uses"),
-    })}, responses={201: dict})
+    })}, responses={201: ImageImportOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         manifest = request.FILES.get("manifest")

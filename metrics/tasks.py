@@ -13,7 +13,7 @@ def report_build_task(snapshot_id: int) -> None:
 
 @shared_task(name="metrics.compare_build", acks_late=True, ignore_result=True)
 def compare_build_task(snapshot_id: int, campaign_ids: list[int], report_options: dict, compare_options: dict) -> None:
-    """A comparison too large for a request (COMPARE_INLINE_MAX_WORK); default queue."""
+    """A comparison too large for a request (over REQUEST_WORK_BUDGET_S, common/budget.py); default queue."""
     compare_build_snapshot(snapshot_id=snapshot_id, campaign_ids=campaign_ids, report_options=report_options,
                            compare_options=compare_options)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from .env import env_bool, env_int, env_list, env_str
+from .env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")) or BASE_DIR / "var")
@@ -101,10 +101,15 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_b
     DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 2**31 - 1
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Comparisons with significance tests (GET /api/reports/compare/?test=permutation, docs/metrics.md):
-# the most draws a request may ask for (400 naming `draws` above), and the work (draws x images over
-# the pairs, x 2) above which a worker builds the tests instead of the request (202 "building").
+# the most draws a request may ask for (400 naming `draws` above).
 COMPARE_MAX_DRAWS = env_int("COMPARE_MAX_DRAWS", 20_000)
-COMPARE_INLINE_MAX_WORK = env_int("COMPARE_INLINE_MAX_WORK", 100_000_000)
+# The request work budget (common/budget.py): the report, compare and the dataset export estimate
+# their seconds before any work starts; above REQUEST_WORK_BUDGET_S a worker does it (202 with
+# progress); options that would cost more than REQUEST_WORKER_MAX_S even there are a 400 naming them.
+REQUEST_WORK_BUDGET_S = env_float("REQUEST_WORK_BUDGET_S", 5.0)
+REQUEST_WORKER_MAX_S = env_float("REQUEST_WORKER_MAX_S", 600.0)
+# Validate every built report against its JSON Schema (metrics/sections/schema.py); on in the tests.
+REPORT_SCHEMA_CHECK = env_bool("REPORT_SCHEMA_CHECK", False)
 # Outbound requests to URLs from outside the code (common/outbound.py): private, loopback and
 # link-local addresses are refused unless listed here (CIDRs, e.g. a lab's own model server).
 OUTBOUND_PRIVATE_ALLOWLIST = env_list("OUTBOUND_PRIVATE_ALLOWLIST", [])

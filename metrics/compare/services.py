@@ -7,9 +7,12 @@ tests and the pooled agreement need the campaigns' data (one extraction each) an
 options and compare options>`, data version = sha256 of every campaign's data version), so the same
 comparison on unchanged data is read back instead of recomputed, and any new answer, exclusion or
 block in any of the campaigns makes it stale (older ones are deleted when a new one is stored).
-A comparison whose work (draws x images summed over the pairs) is above `COMPARE_INLINE_MAX_WORK` is
-built by a worker (`metrics.compare_build`, default queue) like a large report: the API answers
-`202 {"status": "building", ...}` until it is ready.
+The request work budget (`common.budget`, setting `REQUEST_WORK_BUDGET_S`) decides from the estimate
+(`metrics.snapshots.budget.compare_estimate`: the campaigns' answers and draws x images summed over the
+pairs) before any work starts: over it the tests are built by a worker (`metrics.compare_build`,
+default queue) like a large report, and the API answers `202 {"status": "building", ...}` until they
+are ready; a report of one of the campaigns that is itself over the budget is queued the same way
+first. Draws that would take minutes even in a worker are a 400 naming `draws`.
 """
 from __future__ import annotations
 
@@ -18,24 +21,23 @@ import time
 from itertools import combinations
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
+from common.budget import budget_decide
 from common.errors import ApplicationError
 from common.tasks import task_send
 from generation.models import Image
 from metrics.extract import CampaignFacts
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
+from metrics.snapshots.budget import COMPARE_HINTS, compare_estimate
 from metrics.snapshots.key import snapshot_key
 from metrics.snapshots.report import report_compare, report_get
 
 from .build import compare_payload
 from .options import CompareOptions
 from .rows import compare_from_reports, compare_kind
-
-DEFAULT_INLINE_MAX_WORK = 100_000_000  # image-draws: about 15-20 s of draws on one core
 
 
 def _sha(text: str) -> str:
@@ -66,8 +68,9 @@ def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOp
         return {"status": "building", "progress": snap.progress, "snapshot": snap.pk}
     if snap is not None:  # a failed build: try again
         snap.delete()
-    limit = int(getattr(settings, "COMPARE_INLINE_MAX_WORK", DEFAULT_INLINE_MAX_WORK))
-    if compare_work(campaigns=campaigns, compare=compare) > limit:
+    estimate = compare_estimate(campaigns=campaigns, compare=compare,
+                                work=compare_work(campaigns=campaigns, compare=compare))
+    if budget_decide(estimate, hints=COMPARE_HINTS) == "worker":
         try:
             with transaction.atomic():
                 snap = ReportSnapshot.objects.create(campaign=owner, options_key=key, options=options.to_dict(),
@@ -88,6 +91,17 @@ def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOp
     return payload
 
 
+def _reports_building(campaigns: list[Campaign], options: ReportOptions) -> dict[str, Any] | None:
+    """Each campaign's report through the budget (small ones built now, stored as snapshots that the
+    side-by-side rows then read): the first one a worker builds, as the comparison's 202 body."""
+    building = None
+    for campaign in campaigns:
+        state, body = report_get(campaign=campaign, options=options)
+        if state != "ready" and building is None:
+            building = body
+    return building
+
+
 def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: CompareOptions,
                 sources: list[str] | None = None) -> dict[str, Any]:
     """The comparison of `campaigns` (one kind): side-by-side rows, the pooled agreement (two or more
@@ -105,7 +119,9 @@ def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: C
         if missing:
             raise ApplicationError(f"Campaign {campaign.pk} has no questions in setting {missing[0]}.",
                                    errors={"settings": [f"not in this campaign: {', '.join(missing)}"]})
-        _, report = report_get(campaign=campaign, options=options, allow_async=False)
+        state, report = report_get(campaign=campaign, options=options)
+        if state != "ready":  # over the budget: a worker builds it first
+            return report
         result = compare_from_reports([(CampaignFacts.of(campaign), report)])
         result.update({"mode": "settings", "settings": list(compare.settings)})
     else:
@@ -113,6 +129,9 @@ def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: C
             raise ApplicationError("Significance tests need at least two campaigns (or campaign=ID&settings=A,B).",
                                    errors={"campaigns": ["give two or more campaign ids"]})
         compare_kind([CampaignFacts.of(c) for c in campaigns])
+        building = _reports_building(campaigns, options)
+        if building is not None:
+            return building
         result = report_compare(campaigns=campaigns, options=options, sources=sources)
         result["mode"] = "campaigns"
         if len(campaigns) < 2:

@@ -4,8 +4,9 @@ until the data it was built from changes (`PackageBuild`).
 `GET /api/campaigns/{id}/export/dataset/` asks `package_get`: the zip of the current data when it is
 ready; otherwise a build is claimed (one per campaign and data version: concurrent requests share
 it) and the API answers 202 `{"status": "building", "progress": 0..1, "build": id}` until it is.
-A campaign of at most `PACKAGE_INLINE_MAX_ANSWERS` answers (setting, default 20,000: well under a
-second) is built in the request instead. The worker writes the zip to a temporary file, then streams
+A campaign whose estimated build fits the request work budget (`common.budget`, setting
+`REQUEST_WORK_BUDGET_S`; `metrics.snapshots.budget.package_estimate`, from its answers) is built in the
+request instead, decided before any work starts. The worker writes the zip to a temporary file, then streams
 it to the default storage under `private/packages/` (never a media URL: the API reads it back for
 the owner only) and removes the older builds of the campaign.
 """
@@ -15,24 +16,20 @@ import tempfile
 import time
 from typing import Any
 
-from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
+from common.budget import budget_decide
 from common.tasks import task_send
 from metrics.models import PackageBuild
+from metrics.snapshots.budget import package_estimate
 from metrics.snapshots.key import snapshot_key
 
 from .dataset import dataset_write
 
-INLINE_MAX_ANSWERS = 20_000
 PREFIX = "private/packages"
-
-
-def _inline_max() -> int:
-    return int(getattr(settings, "PACKAGE_INLINE_MAX_ANSWERS", INLINE_MAX_ANSWERS))
 
 
 def package_data_version(campaign: Campaign) -> str:
@@ -63,7 +60,7 @@ def package_get(*, campaign: Campaign) -> tuple[str, PackageBuild]:
     build = _claim(campaign, version)
     if build is None:  # another request claimed it a moment ago
         return package_get(campaign=campaign)
-    if campaign.answers.count() <= _inline_max():
+    if budget_decide(package_estimate(campaign)) == "inline":
         package_build_run(build_id=build.pk)
         build.refresh_from_db()
         return ("ready" if build.status == PackageBuild.Status.READY else "building"), build

@@ -185,4 +185,21 @@ def spec_planning(spec: dict[str, Any], summary: dict[str, Any], params: Any) ->
         "adaptive": design.block(),
         "comparison": _comparison(by_setting, difference, kind),
     }
+    if kind == "pst":
+        planning["validity"] = _pst_validity(spec)
     return {"planning": planning}
+
+
+def _pst_validity(spec: dict[str, Any]) -> dict[str, Any]:
+    """What the design's images per identity allow (issue 22): the per-identity paired-minus-single
+    gap interval needs MIN_GAP_PERSONS single persons per identity, a test of amplification
+    MIN_AMPLIFICATION_IMAGES single images per identity and template."""
+    from metrics.core.amplification import MIN_AMPLIFICATION_IMAGES
+    from metrics.core.metric_intervals import MIN_GAP_PERSONS
+
+    design = spec.get("design") or {}
+    settings = design.get("settings") or []
+    singles = int((design.get("samples") or {}).get("single") or 0) if "single" in settings else 0
+    return {"single_images_per_identity_and_template": singles,
+            "gap_interval_per_identity": {"needs": MIN_GAP_PERSONS, "computed": singles >= MIN_GAP_PERSONS},
+            "amplification_test": {"needs": MIN_AMPLIFICATION_IMAGES, "computed": singles >= MIN_AMPLIFICATION_IMAGES}}

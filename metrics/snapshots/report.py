@@ -12,9 +12,11 @@ import json
 import time
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
+from common.budget import budget_decide
 from common.tasks import task_send
 from metrics.compare.rows import compare_from_reports, compare_kind
 from metrics.compare.sources import sources_comparison
@@ -24,12 +26,12 @@ from metrics.extract.machine import MachineData, machine_data, machine_labeller_
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.report import redundancy_section
+from metrics.sections.schema import report_validate
 from metrics.sections.sources import source_report
 from metrics.sections.summary import summary_or_warning
 from metrics.snapshots.key import snapshot_key
 
-# Above this many answers a report is built by a worker (default queue) instead of in the request.
-ASYNC_ANSWER_THRESHOLD = 300_000
+from .budget import REPORT_HINTS, report_estimate
 
 
 def report_build(*, campaign: Campaign, options: ReportOptions, data: CampaignData | None = None) -> dict[str, Any]:
@@ -51,14 +53,19 @@ def report_compute(data: CampaignData, mdata: MachineData | None, options: Repor
     # Last: the plain-words summary reads every section above (metrics/sections/summary.py).
     report["summary"] = summary_or_warning(report, aspect=(data.campaign.spec.get("design") or {}).get("aspect"))
     # Round-trip through JSON so cached and fresh reports are identical (NaN -> None already).
-    return json.loads(json.dumps(report))
+    report = json.loads(json.dumps(report))
+    if settings.REPORT_SCHEMA_CHECK:  # on in the tests: the published JSON Schema holds every report
+        report_validate(report)
+    return report
 
 
 def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool = True,
                data: CampaignData | None = None) -> tuple[str, dict[str, Any]]:
     """The report for these options: ("ready", report) from the snapshot of the current data, built
     now if needed (from `data` when given: see `report_build`); or ("building", progress) when a worker
-    builds it (large campaigns)."""
+    builds it: the request work budget (`common.budget`) decides from the estimate before any work
+    starts, and refuses (400 naming the option) options that would take minutes even in a worker.
+    `allow_async=False` (the CLI, the package's worker): built here whatever it costs."""
     if options.labeller:  # a 400 naming `source` for a labeller without labels, before any snapshot
         machine_labeller_check(campaign, options.labeller)
     found = snapshot_key(campaigns=[campaign], options_key=options.key())
@@ -68,8 +75,7 @@ def report_get(*, campaign: Campaign, options: ReportOptions, allow_async: bool 
         return "ready", snap.payload
     if snap and snap.status == ReportSnapshot.Status.BUILDING:
         return "building", {"status": "building", "progress": snap.progress, "snapshot": snap.pk}
-    answers = campaign.answers.count()
-    if allow_async and answers > ASYNC_ANSWER_THRESHOLD:
+    if allow_async and budget_decide(report_estimate(campaign, options), hints=REPORT_HINTS) == "worker":
         snap = _snapshot_claim(campaign, options, version)
         if snap is not None:
             transaction.on_commit(lambda: task_send("metrics.report_build", args=[snap.pk]))

@@ -30,3 +30,20 @@ def login(user: User | None) -> Client:
     if user is not None:
         client.force_login(user)
     return client
+
+
+def browser_login_researcher(b: Any, username: str) -> User:
+    """A researcher who logs in through the console's login form in the browser `b` (a real login,
+    not a forced session); lands on the campaign list."""
+    from tests.conftest import make_researcher
+
+    user = make_researcher(username)
+    user.set_password(f"{username}-pass-123")
+    user.save()
+    b.get("/console/")
+    b.visible("#id_username")
+    b.find("#id_username").send_keys(username)
+    b.find("#id_password").send_keys(f"{username}-pass-123")
+    b.find("button[type=submit]").click()
+    b.text_in("h1", "Campaigns")
+    return user

@@ -11,7 +11,7 @@ from selenium.webdriver.support.ui import Select
 
 from campaigns.models import Campaign
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
-from tests.conftest import make_researcher
+from tests.builders.console import browser_login_researcher
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -19,15 +19,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 def test_instructions_are_edited_in_the_form_and_previewed(browser: Browser, settings: Any) -> None:  # noqa: F811
     settings.ROOT_URLCONF = "tests.console.urls"
     b = browser
-    user = make_researcher("teacher")
-    user.set_password("teacher-pass-123")
-    user.save()
-    b.get("/console/")
-    b.visible("#id_username")
-    b.find("#id_username").send_keys("teacher")
-    b.find("#id_password").send_keys("teacher-pass-123")
-    b.find("button[type=submit]").click()
-    b.text_in("h1", "Campaigns")
+    browser_login_researcher(b, "teacher")
     b.get("/console/new/")
     b.text_in("#preview-state", "Valid spec")
     intro = b.find("#tp-instructions").text

@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.contrib.auth.models import User
-from django.test import Client
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.labels import labels_recompute
@@ -18,6 +16,7 @@ from tests.browser import Browser, browser  # noqa: F401  (fixture)
 from tests.builders.console import login
 from tests.builders.machine import gep_sources_campaign
 from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label
+from tests.builders.taskpage import login as login_browser
 
 
 @pytest.mark.django_db
@@ -45,12 +44,8 @@ def test_run_cancel_and_import_from_the_page(browser: Browser, researcher: User,
     campaign, questions = campaign_with_questions(researcher, {**SMALL_GEP, "name": "labels-page"})
     answer_all(campaign, questions, gep_label, annotators(3, "lp-"))
     labels_recompute(campaign_id=campaign.pk)
-    client = Client()
-    client.force_login(researcher)
     b = browser
-    b.get("/")
-    b.driver.add_cookie({"name": django_settings.SESSION_COOKIE_NAME,
-                         "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value, "path": "/"})
+    login_browser(b, researcher)
     b.get(f"/console/campaigns/{campaign.pk}/labels/")
     b.find("#labeller-clip button[data-action=start]").click()
     b.visible("#labeller-clip button[data-action=cancel]")  # reloaded: the run is going (no worker here)

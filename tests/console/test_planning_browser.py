@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.browser import Browser, browser  # noqa: F401  (fixture)
-from tests.conftest import make_researcher
+from tests.builders.console import browser_login_researcher
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -15,15 +15,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 def test_new_campaign_page_shows_planned_half_width(browser: Browser, settings: Any) -> None:  # noqa: F811
     settings.ROOT_URLCONF = "tests.console.urls"
     b = browser
-    user = make_researcher("planner")
-    user.set_password("planner-pass-123")
-    user.save()
-    b.get("/console/")
-    b.visible("#id_username")
-    b.find("#id_username").send_keys("planner")
-    b.find("#id_password").send_keys("planner-pass-123")
-    b.find("button[type=submit]").click()
-    b.text_in("h1", "Campaigns")
+    browser_login_researcher(b, "planner")
     b.get("/console/new/")
     b.text_in("#preview-state", "Valid spec")
     # The PST occupation preset: 120 single + 800 paired images, R = 3; kappa 0.90 -> ±4.7 points (paired).

@@ -1,4 +1,4 @@
-"""A comparison above COMPARE_INLINE_MAX_WORK is built by a real Celery worker (default queue, Redis
+"""A comparison over the request work budget (REQUEST_WORK_BUDGET_S) is built by a real Celery worker (default queue, Redis
 broker): 202 "building" until the worker stored it, then the same tests the request would compute."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from metrics.compare.build import compare_payload
 from metrics.compare.options import CompareOptions
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
+from metrics.snapshots.report import report_get
 from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions
 from tests.builders.workers import Worker, broker_reset, wait_for
 from tests.conftest import token_client
@@ -24,7 +25,9 @@ def test_a_large_comparison_is_built_by_a_worker(tmp_path: Path, researcher: Use
     answer_all(a, qa, lambda q: "Masculine" if q.metadata["group"] == "male" else "Feminine", annotators(3))
     b, qb = campaign_with_questions(researcher, {**SMALL_PST, "name": "wb"})
     answer_all(b, qb, lambda q: "Masculine", annotators(3))
-    settings.COMPARE_INLINE_MAX_WORK = 1
+    for campaign in (a, b):  # the reports in the request (the tests alone go to the worker here)
+        report_get(campaign=campaign, options=ReportOptions())
+    settings.REQUEST_WORK_BUDGET_S = 0
     client = token_client(researcher)
     url = f"/api/reports/compare/?campaigns={a.pk},{b.pk}&test=permutation&draws=300&seed=9"
     broker_reset()

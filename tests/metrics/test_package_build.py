@@ -19,7 +19,7 @@ from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_w
 pytestmark = pytest.mark.django_db
 
 
-@override_settings(PACKAGE_INLINE_MAX_ANSWERS=0)
+@override_settings(REQUEST_WORK_BUDGET_S=0)
 def test_large_campaign_answers_202_with_progress_then_the_zip(api: APIClient, researcher: User,
                                                                monkeypatch: pytest.MonkeyPatch,
                                                                django_capture_on_commit_callbacks: Any) -> None:
@@ -68,7 +68,7 @@ def test_large_campaign_answers_202_with_progress_then_the_zip(api: APIClient, r
     assert api.get(url).status_code == 200
 
 
-@override_settings(PACKAGE_INLINE_MAX_ANSWERS=0)
+@override_settings(REQUEST_WORK_BUDGET_S=0)
 def test_a_failed_build_is_reported_then_retried(api: APIClient, researcher: User,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(services, "task_send", lambda name, args: None)

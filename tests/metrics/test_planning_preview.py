@@ -33,6 +33,14 @@ def test_pst_preview_has_the_planned_half_widths(api: APIClient) -> None:
     assert again["half_width"] <= 3.0 < pst_plan(plan["images_for_target"]["paired"] - 5, redundancy=5,
                                                    persons_per_image=2, kappa=0.90, icc=0.1)["half_width"]
     assert Campaign.objects.count() == 0  # a preview creates nothing
+    # Issue 22: the occupation preset's 3 single images per identity allow neither the per-identity gap
+    # interval nor a test of amplification, and the preview says how many they need.
+    assert plan["validity"] == {"single_images_per_identity_and_template": 3,
+                                "gap_interval_per_identity": {"needs": 10, "computed": False},
+                                "amplification_test": {"needs": 20, "computed": False}}
+    more = {**PST, "design": {**PST["design"], "samples": {"single": 20, "paired": 1}}}
+    assert api.post("/api/specs/preview/", more, format="json").json()["planning"]["validity"][
+        "amplification_test"]["computed"] is True
 
 
 def test_gep_preview_and_no_target(api: APIClient) -> None:

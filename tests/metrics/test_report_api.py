@@ -197,12 +197,11 @@ def test_report_command_writes_each_format(tmp_path: Path, pst_campaign: Campaig
 
 
 def test_large_reports_are_built_by_a_worker_task(api: APIClient, pst_campaign: Campaign,
-                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  monkeypatch: pytest.MonkeyPatch, settings: Any,
                                                   django_capture_on_commit_callbacks: Any) -> None:
-    import metrics.snapshots.report as services
     from metrics import tasks
 
-    monkeypatch.setattr(services, "ASYNC_ANSWER_THRESHOLD", 10)
+    settings.REQUEST_WORK_BUDGET_S = 0  # every report over the request work budget
     queued: list[int] = []
     monkeypatch.setattr(tasks.report_build_task, "apply_async", lambda args, **kw: queued.append(args[0]))
     with django_capture_on_commit_callbacks(execute=True):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from metrics import tasks
@@ -25,7 +26,7 @@ def campaign(researcher: User) -> Any:
 
 def _queued(campaign: Any, options: ReportOptions, monkeypatch: pytest.MonkeyPatch,
             django_capture_on_commit_callbacks: Any) -> ReportSnapshot:
-    monkeypatch.setattr(services, "ASYNC_ANSWER_THRESHOLD", 10)
+    monkeypatch.setattr(settings, "REQUEST_WORK_BUDGET_S", 0)  # every report over the budget
     queued: list[int] = []
     monkeypatch.setattr(tasks.report_build_task, "apply_async", lambda args, **kw: queued.append(args[0]))
     with django_capture_on_commit_callbacks(execute=True):

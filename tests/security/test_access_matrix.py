@@ -50,6 +50,7 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "home": {"get": PUBLIC},
     "api-token": {"post": PUBLIC},
     "api-schema": {"get": PUBLIC},
+    "api-schema-report": {"get": PUBLIC},  # the same permission as api-schema (SERVE_PERMISSIONS)
     "api-docs": {"get": PUBLIC},
     "csp-report": {"get": NO_5XX, "post": PUBLIC},  # browsers post violation reports, anonymously
     # campaigns

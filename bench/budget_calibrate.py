@@ -1,0 +1,93 @@
+"""Calibration of the request work budget's per-unit costs (metrics/snapshots/budget.py).
+
+Builds one small PST campaign (single, paired and intervention settings; 12 annotators with consented
+demographics: 3 genders, 6 age bands) in its own database, then times `report_build` with one option
+turned on at a time and prints the seconds per unit the estimate uses:
+
+- `n_boot` per image-draw, `n_perm` per image-draw (the report's PST tests);
+- the annotators section per pair-permutation (fixed part) and per answer within it;
+- the fixed cost of a report and the cost per answer (n_boot = n_perm = 0).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_budget .venv/bin/python bench/budget_calibrate.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _django import ROOT, ensure_database, setup  # noqa: E402
+
+DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_budget"
+SPEC: dict[str, Any] = {"name": "budget-calibration", "kind": "pst", "seed": 5, "design": {
+    "samples": {"single": 3, "paired": 2, "intervention": 2},
+    "identities": {"groups": [
+        {"name": "male", "stereotype": "masculine", "identities": ["pilot", "ceo", "plumber", "firefighter"]},
+        {"name": "female", "stereotype": "feminine", "identities": ["nurse", "nanny", "secretary", "dancer"]}]}},
+    "backend": {"name": "placeholder"}}
+
+
+def build(raters: int) -> Any:
+    from django.contrib.auth.models import User
+
+    from tests.builders.budget import grouped_campaign
+
+    owner, _ = User.objects.get_or_create(username=f"budget-owner-{time.time_ns()}")
+    return grouped_campaign(owner, raters=raters, spec=SPEC, name=f"budget-{time.time_ns()}")
+
+
+def timed(campaign: Any, **options: Any) -> float:
+    from metrics.options import ReportOptions
+    from metrics.snapshots.report import report_build
+
+    opts = ReportOptions(**{"n_boot": 0, "n_perm": 0, **options})
+    report_build(campaign=campaign, options=opts)  # warm
+    best = float("inf")
+    for _ in range(2):
+        started = time.perf_counter()
+        report_build(campaign=campaign, options=opts)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main() -> None:
+    url = os.environ.get("DATABASE_URL") or DEFAULT_DB
+    ensure_database(url)
+    setup(url)
+    from django.core.management import call_command
+
+    from generation.models import Image
+    from metrics.options import ReportOptions
+    from metrics.snapshots import budget
+    from metrics.snapshots.report import report_build
+
+    call_command("migrate", verbosity=0)
+    os.chdir(ROOT)
+    campaign = build(12)
+    answers, images = campaign.answers.count(), Image.objects.filter(campaign=campaign).count()
+    questions = campaign.questions.count()
+    print(f"campaign: {images} images, {questions} questions, {answers} answers, 12 annotators")
+    base = timed(campaign)
+    boot = timed(campaign, n_boot=400) - base
+    with_boot = timed(campaign, n_boot=100)
+    perm = timed(campaign, n_boot=100, n_perm=400) - with_boot  # the PST tests run with intervals only
+    groups = timed(campaign, n_perm=200, min_group=2) - base  # the annotators section's tests
+    shape = budget.annotator_pairs(campaign, min_group=2)
+    print(f"base report {base:.3f} s ({base / answers * 1e6:.2f} us per answer, fixed included)")
+    print(f"n_boot: {boot / (400 * images) * 1e6:.3f} us per image-draw")
+    print(f"n_perm: {perm / (400 * images) * 1e6:.3f} us per image-draw")
+    print(f"annotators: pairs {shape.pairs}, answers per pair {shape.answers}: "
+          f"{groups / (200 * shape.pairs) * 1e6:.1f} us per pair-permutation")
+    for opts in ({}, {"n_boot": 0, "n_perm": 10_000, "min_group": 2}, {"n_perm": 2000, "min_group": 2}):
+        est = budget.report_estimate(campaign, ReportOptions(**opts))
+        print(f"estimate for {opts or 'the defaults'}: {est.seconds:.2f} s {est.as_dict()}")
+    started = time.perf_counter()
+    report_build(campaign=campaign, options=ReportOptions(n_perm=2000, min_group=2))
+    print(f"measured for n_perm=2000 min_group=2: {time.perf_counter() - started:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
