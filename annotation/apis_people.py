@@ -79,12 +79,12 @@ class DemographicsReleasesApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: outputs.DemographicsReleasesOutput})
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response({"releases": [release_info(r) for r in campaign.demographics_releases.order_by("number")]})
 
-    @extend_schema(request=None, responses={201: dict})
+    @extend_schema(request=None, responses={201: outputs.DemographicsReleaseOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         release = demographics_release_cut(campaign=campaign, reason="request")
@@ -120,7 +120,7 @@ class TokenRotateApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.TokenOutput})
     def post(self, request: Request) -> Response:
         if isinstance(request.auth, ScopedToken):
             raise ApplicationError("A task page's token cannot be rotated.", status_code=403)
@@ -134,7 +134,7 @@ class LogoutApi(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: outputs.LogoutOutput})
     def post(self, request: Request) -> Response:
         revoked = tokens_revoke(user=request.user) if not user_is_researcher(request.user) else 0
         logout(request._request)
