@@ -37,12 +37,14 @@ run: setup
 test: setup-test
 	bash scripts/ensure-test-tools.sh
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} $(BIN)/mypy
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup-test
 	$(BIN)/python -m ruff check .
+	$(BIN)/lint-imports
 
 # mypy with the Django plugin on the typed core (files listed in pyproject.toml [tool.mypy]).
 typecheck: setup-test

@@ -174,8 +174,8 @@ def measure(campaign_id: int, n_boot: int) -> dict[str, float]:
     from django.db import connection
 
     from campaigns.models import Campaign
+    from metrics.options import ReportOptions
     from metrics.package.exports import report_csv_zip
-    from metrics.sections.report import ReportOptions
     from metrics.snapshots.report import report_build
 
     campaign = Campaign.objects.get(pk=campaign_id)

@@ -20,7 +20,7 @@ from .compare.options import CompareOptions
 from .compare.services import compare_get
 from .compare.sources import compare_source_options
 from .options import ReportOptions
-from .package.exports import report_csv_zip, report_html
+from .package.exports import report_csv_get, report_html
 from .package.services import package_get, package_progress
 from .render.compare import compare_csv_zip, compare_html
 from .sections.schema import REPORT_SCHEMA, REQUIRED, SECTIONS
@@ -107,6 +107,12 @@ class HtmlRenderer(_Passthrough):
     format = "html"
 
 
+def _building(progress: Any) -> JsonResponse:
+    """202 `{"status": "building", "progress", "snapshot"}` as JSON whatever `format` was asked (the
+    csv / html renderers pass bodies through: a dict would reach the client as its joined keys)."""
+    return JsonResponse(progress, status=status.HTTP_202_ACCEPTED)
+
+
 def _options_query(request: Request) -> str:
     return "&".join(f"{k}={v}" for k, v in request.query_params.items() if k != "format")
 
@@ -121,14 +127,16 @@ class CampaignReportApi(APIView):
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         options = ReportOptions.from_params(request.query_params)
         fmt = request.query_params.get("format", "json")
-        state, report = report_get(campaign=campaign, options=options)
-        if state != "ready":
-            return Response(report, status=status.HTTP_202_ACCEPTED)
-        if fmt == "csv":
-            body = report_csv_zip(campaign=campaign, report=report, options=options)
+        if fmt == "csv":  # one extraction builds the report (when needed) and the tables
+            state, body = report_csv_get(campaign=campaign, options=options)
+            if state != "ready":
+                return _building(body)
             response = HttpResponse(body, content_type="application/zip")
             response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-report.zip"'
             return response
+        state, report = report_get(campaign=campaign, options=options)
+        if state != "ready":
+            return _building(report)
         if fmt == "html":
             return HttpResponse(report_html(campaign=campaign, report=report, options=options,
                                             query=_options_query(request)), content_type="text/html; charset=utf-8")
@@ -168,7 +176,7 @@ class ReportCompareApi(APIView):
         options, sources = compare_source_options(request.query_params)
         result = compare_get(campaigns=campaigns, options=options, compare=compare, sources=sources)
         if result.get("status") == "building":  # over the request work budget (common/budget.py)
-            return Response(result, status=status.HTTP_202_ACCEPTED)
+            return _building(result)
         fmt = request.query_params.get("format", "json")
         if fmt == "csv":
             response = HttpResponse(compare_csv_zip(result), content_type="application/zip")

@@ -2,7 +2,6 @@
 request (small comparisons) and the worker (the `metrics.compare_build` Celery task, large ones)."""
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from campaigns.models import Campaign
@@ -10,6 +9,7 @@ from metrics.extract import campaign_data
 from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.sections.significance import pooled_agreement, significance
+from metrics.snapshots.store import snapshot_build
 
 from .options import CompareOptions
 
@@ -29,19 +29,12 @@ def compare_payload(*, campaigns: list[Campaign], options: ReportOptions, compar
 def compare_build_snapshot(*, snapshot_id: int, campaign_ids: list[int], report_options: dict[str, Any],
                            compare_options: dict[str, Any]) -> None:
     """Worker side of a large comparison; idempotent (a ready snapshot is left alone)."""
-    snap = ReportSnapshot.objects.filter(pk=snapshot_id).first()
-    if snap is None or snap.status == ReportSnapshot.Status.READY:
-        return
-    started = time.monotonic()
-    try:
+
+    def build(_snap: ReportSnapshot) -> dict[str, Any]:
         by_id = Campaign.objects.filter(pk__in=campaign_ids, deleted_at__isnull=True).in_bulk()
         campaigns = [by_id[i] for i in campaign_ids]
         settings = compare_options.get("settings")
         compare = CompareOptions(**{**compare_options, "settings": tuple(settings) if settings else None})
-        ReportSnapshot.objects.filter(pk=snap.pk).update(progress=0.1)
-        payload = compare_payload(campaigns=campaigns, options=ReportOptions.from_dict(report_options), compare=compare)
-    except Exception as exc:  # record, then let Celery log it
-        ReportSnapshot.objects.filter(pk=snap.pk).update(status=ReportSnapshot.Status.FAILED, error=str(exc)[:2000])
-        raise
-    ReportSnapshot.objects.filter(pk=snap.pk).update(status=ReportSnapshot.Status.READY, payload=payload, progress=1.0,
-                                                     build_seconds=time.monotonic() - started)
+        return compare_payload(campaigns=campaigns, options=ReportOptions.from_dict(report_options), compare=compare)
+
+    snapshot_build(snapshot_id=snapshot_id, build=build)

@@ -1,5 +1,5 @@
 """The comparison of several campaigns of one kind (like GEP Table 3): headline figures side by side,
-from their reports (pure: the reports are built or read by `metrics.snapshots.report.report_compare`).
+from their reports (pure: the reports are built or read by `metrics.compare.services.report_compare`).
 
 The compared figures are data (`COMPARE_METRICS`): a metric names where its value and interval sit in
 a report. Adding a compared figure is one entry. The significance tests between campaigns are

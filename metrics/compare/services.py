@@ -1,10 +1,11 @@
 """Comparisons with significance tests: `GET /api/reports/compare/` beyond the side-by-side figures.
 
-The side-by-side rows come from the campaigns' report snapshots (`metrics.snapshots.report.report_compare`). The
+The side-by-side rows come from the campaigns' report snapshots (`report_compare`). The
 tests and the pooled agreement need the campaigns' data (one extraction each) and up to
 `COMPARE_MAX_DRAWS` vectorised draws. Their result is kept in the existing `ReportSnapshot` table
-(on the first campaign of the comparison, options key `compare:<sha256 of the campaigns, report
-options and compare options>`, data version = sha256 of every campaign's data version), so the same
+(on the first campaign of the comparison, options key `compare:<sha256 of the campaigns, report options
+and compare options>`, data version = every campaign's data revision (`metrics.snapshots.key.snapshot_key`);
+claimed, built and stored by `metrics.snapshots.store`), so the same
 comparison on unchanged data is read back instead of recomputed, and any new answer, exclusion or
 block in any of the campaigns makes it stale (older ones are deleted when a new one is stored).
 The request work budget (`common.budget`, setting `REQUEST_WORK_BUDGET_S`) decides from the estimate
@@ -16,32 +17,26 @@ first. Draws that would take minutes even in a worker are a 400 naming `draws`.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import time
 from itertools import combinations
 from typing import Any
-
-from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
 from common.budget import budget_decide
 from common.errors import ApplicationError
-from common.tasks import task_send
 from generation.models import Image
 from metrics.extract import CampaignFacts
-from metrics.models import ReportSnapshot
 from metrics.options import ReportOptions
 from metrics.snapshots.budget import COMPARE_HINTS, compare_estimate
 from metrics.snapshots.key import snapshot_key
-from metrics.snapshots.report import report_compare, report_get
+from metrics.snapshots.report import report_get
+from metrics.snapshots.store import snapshot_get
 
 from .build import compare_payload
 from .options import CompareOptions
 from .rows import compare_from_reports, compare_kind
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+from .sources import sources_comparison
 
 
 def compare_work(*, campaigns: list[Campaign], compare: CompareOptions) -> int:
@@ -58,37 +53,41 @@ def compare_work(*, campaigns: list[Campaign], compare: CompareOptions) -> int:
 def _tests(campaigns: list[Campaign], options: ReportOptions, compare: CompareOptions) -> dict[str, Any]:
     """The snapshot's payload (ready), or {"status": "building", ...} while a worker builds it."""
     ids = [c.pk for c in campaigns]
-    key = "compare:" + _sha(f"{','.join(map(str, ids))}#{options.key()}#{compare.key()}")
-    version = snapshot_key(campaigns=campaigns, options_key=key).data_version
-    owner = campaigns[0]
-    snap = ReportSnapshot.objects.filter(campaign=owner, options_key=key, data_version=version).first()
-    if snap is not None and snap.status == ReportSnapshot.Status.READY:
-        return snap.payload
-    if snap is not None and snap.status == ReportSnapshot.Status.BUILDING:
-        return {"status": "building", "progress": snap.progress, "snapshot": snap.pk}
-    if snap is not None:  # a failed build: try again
-        snap.delete()
-    estimate = compare_estimate(campaigns=campaigns, compare=compare,
-                                work=compare_work(campaigns=campaigns, compare=compare))
-    if budget_decide(estimate, hints=COMPARE_HINTS) == "worker":
-        try:
-            with transaction.atomic():
-                snap = ReportSnapshot.objects.create(campaign=owner, options_key=key, options=options.to_dict(),
-                                                     data_version=version)
-        except IntegrityError:  # another request claimed it
-            return _tests(campaigns, options, compare)
-        claimed = snap.pk
-        transaction.on_commit(lambda: task_send("metrics.compare_build",
-                                                args=[claimed, ids, options.to_dict(), compare.to_dict()]))
-        return {"status": "building", "progress": 0.0, "snapshot": claimed}
-    started = time.monotonic()
-    payload = compare_payload(campaigns=campaigns, options=options, compare=compare)
-    ReportSnapshot.objects.update_or_create(
-        campaign=owner, options_key=key, data_version=version,
-        defaults={"status": ReportSnapshot.Status.READY, "payload": payload, "progress": 1.0,
-                  "build_seconds": time.monotonic() - started, "options": options.to_dict()})
-    ReportSnapshot.objects.filter(campaign=owner, options_key=key).exclude(data_version=version).delete()
+    options_key = "compare:" + hashlib.sha256(f"{','.join(map(str, ids))}#{options.key()}#{compare.key()}".encode()
+                                              ).hexdigest()
+    key = snapshot_key(campaigns=campaigns, options_key=options_key)
+    _, payload = snapshot_get(
+        campaigns[0], key, options=options, task="metrics.compare_build",
+        background=lambda: budget_decide(compare_estimate(
+            campaigns=campaigns, compare=compare, work=compare_work(campaigns=campaigns, compare=compare)),
+            hints=COMPARE_HINTS) == "worker",
+        task_args=lambda snapshot_id: [snapshot_id, ids, options.to_dict(), compare.to_dict()],
+        build=lambda: compare_payload(campaigns=campaigns, options=options, compare=compare))
     return payload
+
+
+def report_compare(*, campaigns: list[Campaign], options: ReportOptions,
+                   sources: list[str] | None = None) -> dict[str, Any]:
+    """Headline figures of campaigns of one kind side by side (like GEP Table 3); each report from its
+    snapshot, built now when missing (never queued: the comparison needs them all). With `sources`
+    (label sources besides the human one: labellers, `hybrid:<labeller>`), also `sources`: each
+    source's score per campaign and setting and its Kendall tau-b with the human scores (GEP Table 6)."""
+    facts = [CampaignFacts.of(c) for c in campaigns]
+    kind = compare_kind(facts)  # mixed kinds are refused before any report is built
+
+    def reports(opts: ReportOptions) -> list[dict[str, Any]]:
+        return [report_get(campaign=c, options=opts, allow_async=False)[1] for c in campaigns]
+
+    by_source = {options.source: reports(options)}
+    result = compare_from_reports(list(zip(facts, by_source[options.source], strict=True)))
+    wanted = list(dict.fromkeys(["human", options.source, *(sources or [])]))
+    if len(wanted) > 1:
+        for s in wanted:
+            if s not in by_source:
+                by_source[s] = reports(dataclasses.replace(options, source=s))
+        result["source"] = options.source
+        result["sources"] = sources_comparison(kind, facts, {s: by_source[s] for s in wanted})
+    return result
 
 
 def _reports_building(campaigns: list[Campaign], options: ReportOptions) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """Label sources compared across campaigns (GEP Table 6 shape): each source's headline score per
 campaign and setting, its rank, and Kendall's tau-b (with Pearson's r) between each source's scores
-and the human ones. Pure: from built reports (`metrics.snapshots.report.report_compare` builds them per source).
+and the human ones. Pure: from built reports (`metrics.compare.services.report_compare` builds them per source).
 
 A source's score: human, the report's own (`gep.<setting>.score`, `pst.<setting>.overall`); a
 labeller, its `auto.<labeller>.gep.<setting>.score` (GEP_C / GEP_CC / GEP_CLS from its scores where it

@@ -35,6 +35,7 @@ from generation.models import Image
 from . import orm, pg
 from .data import GEP_KEYS, PST_KEYS, AnswerColumns, AnswerTable, CampaignData, CampaignFacts, QuestionColumns
 from .demographics import demographics_read
+from .redundancy import redundancy_read
 
 __all__ = ["GEP_KEYS", "PST_KEYS", "AnswerColumns", "AnswerTable", "CampaignData", "CampaignFacts",
            "QuestionColumns", "campaign_data"]
@@ -53,8 +54,12 @@ def campaign_data(campaign: Campaign, *, exclude_blocked: bool = True, table: bo
     facts = CampaignFacts.of(campaign)
     if fastpath.enabled("report_extract") and not connection.in_atomic_block:
         with transaction.atomic():
-            return _campaign_data(facts, exclude_blocked=exclude_blocked, table=table, snapshot=_snapshot_export())
-    return _campaign_data(facts, exclude_blocked=exclude_blocked, table=table, snapshot=None)
+            data = _campaign_data(facts, exclude_blocked=exclude_blocked, table=table, snapshot=_snapshot_export())
+            data.redundancy = redundancy_read(campaign)
+            return data
+    data = _campaign_data(facts, exclude_blocked=exclude_blocked, table=table, snapshot=None)
+    data.redundancy = redundancy_read(campaign)
+    return data
 
 
 def _questions(campaign_id: int, keys: tuple[str, ...], table: bool) -> QuestionColumns:

@@ -102,6 +102,8 @@ class CampaignData:
     # The numbered demographics release those come from (number, released_at, min_group, members):
     # the `annotators` section reports on its members only; None before the first release.
     demographics_release: dict[str, Any] | None = None
+    # Answers spent vs the fixed-R design (the `redundancy` section), for adaptive redundancy only.
+    redundancy: dict[str, Any] | None = None
     # Order of arrival per effective answer (the id of the answer its correction chain started with);
     # None: the answers' own order. Agreement under adaptive redundancy uses each question's first ones.
     a_arrival: np.ndarray | None = None

@@ -41,7 +41,7 @@ from generation.models import Image
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
-from metrics.sections.report import label_table
+from metrics.sections.labels import label_table
 from metrics.sections.summary import report_summary
 from metrics.snapshots.report import report_get
 

@@ -101,7 +101,7 @@ class Package:
         return sorted(rows, key=lambda r: (r["image"], r["model"]))
 
     def redundancy(self) -> dict[str, Any]:
-        """The report's `redundancy` block (adaptive campaigns), as `metrics.sections.report.redundancy_section`."""
+        """The report's `redundancy` block (adaptive campaigns), as `metrics.extract.redundancy.redundancy_read`."""
         rule = annotation_settings(self.facts)["redundancy"]
         if not is_adaptive(rule):
             return {}

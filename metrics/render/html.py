@@ -44,7 +44,7 @@ def report_html(*, campaign: CampaignFacts, report: dict[str, Any], query: str =
 
 
 def compare_page(result: dict[str, Any]) -> dict[str, Any]:
-    """Template context of a comparison (`metrics.snapshots.report.report_compare`'s result): metric labels and one
+    """Template context of a comparison (`metrics.compare.services.report_compare`'s result): metric labels and one
     bar chart per compared metric."""
     labels = [(m, metric_label(m)) for m in result["metrics"]]
     return {"metric_labels": labels,

@@ -11,7 +11,7 @@ import pandas as pd
 
 from common.csvsafe import csv_cell, csv_frame, csv_writer
 from metrics.extract.data import AnswerTable, CampaignData, CampaignFacts
-from metrics.sections.report import LabelTable
+from metrics.sections.labels import LabelTable
 
 from .methods import methods_sentence
 from .registry import Table, sections_of

@@ -39,7 +39,10 @@ from metrics.core.significance import holm
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
-from .report import gep_section, pst_section, question_labels, register_section
+from .gep import gep_section
+from .labels import question_labels
+from .pst import pst_section
+from .report import register_section
 
 PST_SETTINGS = ("single", "paired", "intervention")
 GEP_SETTINGS = ("neutral", "explicit")

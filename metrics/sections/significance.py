@@ -31,7 +31,8 @@ from metrics.core.significance import Difference, compare_gep, compare_pst, comp
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
-from .report import agreement_data, question_labels
+from .agreement import agreement_data
+from .labels import question_labels
 
 PST_SETTINGS = ("single", "paired", "intervention")
 GEP_SETTINGS = ("neutral", "explicit")

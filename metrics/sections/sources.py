@@ -22,7 +22,10 @@ from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData
 from metrics.options import ReportOptions
 
-from .report import _f, gep_section, question_labels, report_from_data, report_seed
+from .gep import gep_section
+from .labels import question_labels
+from .report import report_from_data, report_seed
+from .values import num as _f
 
 
 def source_report(data: CampaignData, mdata: MachineData | None, options: ReportOptions) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotation.models import AggregatedLabel, Enrollment
 from campaigns.models import Campaign
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_get
 from tests.builders.console import login
 from tests.builders.metrics import annotators, answer_all, make_images, make_questions
@@ -60,7 +60,7 @@ def test_pages_have_bounded_queries(big: Campaign, researcher: User, django_asse
     client = login(researcher)
     client.get("/console/")  # session and user loaded once, as in any request
     base = f"/console/campaigns/{big.pk}/"
-    state, report = report_get(campaign=big, options=ReportOptions())  # the report is built once
+    state, report = report_get(campaign=big, options=ReportOptions(), allow_async=False)  # built once, here
     assert state == "ready" and report["counts"]["answers"] == 14_400
     pages = {"list": "/console/", "campaign": base, "images": base + "images/?page=3",
              "images_filtered": base + "images/?attribute=boots&gender=woman",

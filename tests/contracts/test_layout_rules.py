@@ -207,3 +207,20 @@ def test_metrics_top_level_holds_only_the_app_modules_and_its_tiers() -> None:
     # No module of a tier is shadowed by a top-level one of the same name (as significance.py was).
     core = {p.stem for p in paths if p.parts[1] == "core"}
     assert not ({Path(n).stem for n in top} - {"__init__"}) & core
+
+
+def test_make_test_holds_the_documented_layer_order_between_apps() -> None:
+    """`make test` runs import-linter after ruff; its layers contract (pyproject.toml) is the documented
+    app order, and the current code keeps it (a deliberate `campaigns -> metrics` import breaks it)."""
+    import tomllib
+
+    recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "ruff check" in recipe and "lint-imports" in recipe
+    assert recipe.index("ruff check") < recipe.index("lint-imports")
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    assert layers == ["console", "metrics | crowd", "autolabel", "annotation", "generation", "campaigns", "common"]
+    core = next(c for c in contracts if c["type"] == "forbidden" and c["source_modules"] == ["metrics.core"])
+    assert "django" in core["forbidden_modules"]
+    lint = subprocess.run([str(ROOT / ".venv" / "bin" / "lint-imports")], cwd=ROOT, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout[-3000:]

@@ -18,7 +18,7 @@ from crowd.models import MTurkAssignmentRecord
 from crowd.mturk_batch import BatchImportError, mturk_batch_import
 from generation.importer import images_import
 from generation.models import Image
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.crowd import MAPPING, M, W, small  # noqa: F401  (fixture)
 from tests.builders.crowd import batch_csv as _csv

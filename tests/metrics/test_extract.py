@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from annotation.models import Answer, Enrollment, Question
 from metrics.core._arrays import encode, index_in
 from metrics.extract import campaign_data
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.metrics import (
     SMALL_GEP,

@@ -18,7 +18,7 @@ from annotation.models import Answer, Enrollment
 from campaigns.models import Campaign
 from generation.models import Image
 from metrics.models import ReportSnapshot
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.metrics import (
     SMALL_GEP,

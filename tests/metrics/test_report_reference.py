@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 
 from campaigns import presets
 from metrics.core.amplification import amplification as core_amplification
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.intervals import count_intervals, interval_violations
 from tests.builders.metrics import annotators, answer_all, campaign_with_questions

@@ -19,6 +19,7 @@ from metrics.options import ReportOptions
 from metrics.package import services as package_services
 from metrics.snapshots import budget
 from metrics.snapshots import report as report_services
+from metrics.snapshots import store as snapshot_store
 from tests.builders.budget import grouped_campaign
 from tests.builders.metrics import SMALL_PST, annotators, answer_all, campaign_with_questions, stereotyped
 
@@ -37,7 +38,8 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(report_services, "report_build", refuse)
     monkeypatch.setattr(compare_services, "compare_payload", refuse)
     monkeypatch.setattr(package_services, "package_build_run", refuse)
-    for module in (report_services, compare_services, package_services):
+    # Reports and comparisons enqueue through the one snapshot store; the package through its own.
+    for module in (snapshot_store, package_services):
         monkeypatch.setattr(module, "task_send", lambda name, args, q=queued: q.append(name))
     return queued
 
@@ -99,7 +101,7 @@ def test_a_comparison_over_the_budget_is_queued_before_any_draw(api: APIClient, 
     ReportSnapshot.objects.filter(options_key__startswith="compare:").delete()
     queued: list[str] = []
     monkeypatch.setattr(compare_services, "compare_payload", lambda **kw: pytest.fail("drew in the request"))
-    monkeypatch.setattr(compare_services, "task_send", lambda name, args: queued.append(name))
+    monkeypatch.setattr(snapshot_store, "task_send", lambda name, args: queued.append(name))
     settings.REQUEST_WORK_BUDGET_S = 0.1  # the reports are stored snapshots now; the tests are over it
     with django_capture_on_commit_callbacks(execute=True):
         resp = api.get(url)

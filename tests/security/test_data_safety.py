@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from annotation.models import AggregatedLabel, Answer, Question
 from annotation.services.review import answer_correct
 from campaigns.models import Campaign, Prompt
-from metrics.sections.report import ReportOptions
+from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.metrics import (
     SMALL_GEP,

@@ -11,8 +11,8 @@ from campaigns.models import Campaign
 from common.errors import ApplicationError
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
 from metrics.package.dataset import dataset_write
-from metrics.package.exports import report_csv_zip, report_html
-from metrics.sections.report import label_table
+from metrics.package.exports import report_csv_get, report_html
+from metrics.sections.labels import label_table
 from metrics.snapshots.report import report_get
 
 OPTION_FLAGS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "seed", "confidence", "source")
@@ -93,16 +93,22 @@ class Command(BaseCommand):
                               f"{summary['answers']} answers, {summary['annotators']} annotators")
             return
         params = option_params(options)
+        fmt = options["format"]
+        if fmt == "csv" and not options.get("out"):
+            raise CommandError("--out PATH is required for --format csv (a zip file).")
         try:
             opts = ReportOptions.from_params(params)
-            _, report = report_get(campaign=campaign, options=opts, allow_async=False)
+            if fmt == "csv":  # one extraction: the report (when not built yet) and the tables
+                state, report = report_csv_get(campaign=campaign, options=opts, allow_async=False)
+            else:
+                state, report = report_get(campaign=campaign, options=opts, allow_async=False)
         except ApplicationError as exc:
             raise CommandError(str(exc)) from exc
-        fmt = options["format"]
+        if state != "ready":
+            raise CommandError(f"The report is being built by a worker ({report}); run the command again later.")
         if fmt == "csv":
-            if not options.get("out"):
-                raise CommandError("--out PATH is required for --format csv (a zip file).")
-            Path(options["out"]).write_bytes(report_csv_zip(campaign=campaign, report=report, options=opts))
+            assert isinstance(report, bytes)
+            Path(options["out"]).write_bytes(report)
         else:
             text = json.dumps(report, indent=2) if fmt == "json" else report_html(campaign=campaign, report=report,
                                                                                   options=opts)

@@ -1,0 +1,81 @@
+"""The report's `gep` section (score, vector, frequencies per setting and template; distances from a
+baseline gender with more than two), from `CampaignData` and the labels."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from metrics.core import gep
+from metrics.extract.data import CampaignData
+from metrics.options import ReportOptions
+
+from .gep_baseline import baseline_distances
+from .metric_intervals import gep_setting_intervals
+from .templates import template_column, template_labels, template_mean
+from .values import num as _f
+
+
+def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
+                 gender_order: list[str], attribute_order: list[str], options: ReportOptions,
+                 seed: int) -> dict[str, Any]:
+    """GEP figures of the questions in `mask` (one setting, or one template of a setting)."""
+    genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
+    present_attrs = [a for a in attribute_order if (attributes == a).any()]
+    rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
+    by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
+                                    present_attrs, options.gep_tie_policy)
+    section: dict[str, Any] = {
+        "score": _f(rep["score"]),
+        "vector": {a: _f(v) for a, v in rep["vector"].items()},
+        "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
+        "counts": rep["counts"],
+        "by_context": {c: _f(v) for c, v in by_context.items()},
+        "images": int(np.unique(data.q_image[mask]).size),
+        "questions": int(mask.sum()),
+        "ties": int(ties[mask].sum()),
+        "unanswered": int((lab == "").sum()),
+    }
+    if options.n_boot > 0:
+        section.update(gep_setting_intervals(
+            images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
+            gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
+            n_boot=options.n_boot, confidence=options.confidence, seed=seed))
+    return section
+
+
+def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
+                seed: int) -> dict[str, Any]:
+    design = data.campaign.spec["design"]
+    gender_order = [g["name"] for g in design["genders"]]
+    attribute_order = [a["name"] for a in design["attributes"]]
+    out: dict[str, Any] = {"tie_policy": options.gep_tie_policy, "genders": gender_order,
+                           "vector_definition": f"{gender_order[0]} minus {gender_order[1]}",
+                           "genders_in_vector": gender_order[:2]}
+    if len(gender_order) > 2:
+        # GEP section 7: every other gender's distance from the baseline, under `distances` (none dropped).
+        out["baseline_gender"] = design.get("baseline_gender") or gender_order[0]
+    genders_all, attributes_all = data.q_meta["gender"], data.q_meta["attribute"]
+    templates = template_column(data)
+    for setting in ("neutral", "explicit"):
+        mask = (data.q_setting == setting) & np.isin(genders_all, gender_order[:2])
+        if not mask.any():
+            continue
+        section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed)
+        names = template_labels(templates[mask])
+        if len(names) > 1:  # several prompt templates: every figure per template, and their mean
+            section["by_template"] = {}
+            for t in names:
+                part = _gep_setting(data, mask & (templates == t), labels, ties, gender_order, attribute_order,
+                                    options, seed)
+                section["by_template"][t] = {k: v for k, v in part.items() if k not in ("counts", "by_context")}
+            section["template_mean"] = template_mean(section["by_template"], ("score",), ("vector",))
+        out[setting] = section
+        if len(gender_order) > 2:
+            every = data.q_setting == setting
+            out.setdefault("distances", {})[setting] = baseline_distances(
+                images=data.q_image[every], genders=genders_all[every], attributes=attributes_all[every],
+                labels=labels[every], baseline=out["baseline_gender"], gender_order=gender_order,
+                attribute_order=[a for a in attribute_order if (attributes_all[every] == a).any()],
+                tie_policy=options.gep_tie_policy, n_boot=options.n_boot, confidence=options.confidence, seed=seed)
+    return out
