@@ -218,6 +218,38 @@ class PermutationResult:
     statistic: str = "difference"
 
 
+def _cluster_groups(cluster_ids: ArrayLike, cluster_group: ArrayLike, numerator: ArrayLike,
+                    denominator: ArrayLike | None) -> tuple[NDArray[np.float64], NDArray[np.bool_], int]:
+    """Per-cluster sums (numerator, denominator, group) of the permutation tests, the clusters'
+    0/1 group (ValueError unless constant within each cluster) and the size of group 1 (ValueError
+    unless both groups have a cluster)."""
+    num = np.asarray(numerator, dtype=float)
+    den = np.ones_like(num) if denominator is None else np.asarray(denominator, dtype=float)
+    grp = np.asarray(cluster_group).astype(int)
+    ids, sums = cluster_sums(cluster_ids, np.stack([num, den, grp], axis=1))
+    codes, _ = encode(as_1d(cluster_ids, "cluster_ids"))
+    counts = np.bincount(codes, minlength=len(ids))
+    g = sums[:, 2] / np.maximum(counts, 1)
+    if not np.all((g == 0) | (g == 1)):
+        raise ValueError("cluster_group must be 0/1 and constant within each cluster")
+    groups: NDArray[np.bool_] = g.astype(bool)
+    n1 = int(groups.sum())
+    if n1 == 0 or n1 == groups.size:
+        raise ValueError("both groups need at least one cluster")
+    return sums, groups, n1
+
+
+def _permutation_masks(seed: int | None, n_perm: int, n: int, n1: int) -> Iterator[NDArray[np.float64]]:
+    """`n_perm` random relabellings of `n` clusters keeping `n1` in group 1, in memory-bounded
+    chunks of rows (a 0/1 mask per row: the argsort of uniform keys, first `n1` -> group 1)."""
+    rng = np.random.default_rng(seed)
+    for m in _chunks(n_perm, n):
+        ranks = np.argsort(rng.random((m, n)), axis=1)
+        mask = np.zeros((m, n))
+        np.put_along_axis(mask, ranks[:, :n1], 1.0, axis=1)
+        yield mask
+
+
 def permutation_test_clusters(
     cluster_ids: ArrayLike,
     cluster_group: ArrayLike,
@@ -237,19 +269,7 @@ def permutation_test_clusters(
     n_clusters)`` 0/1 matrix times the per-cluster sums. Two-sided p-value with
     the +1 correction: ``(1 + #{|D_perm| >= |D_obs|}) / (n_perm + 1)``.
     """
-    num = np.asarray(numerator, dtype=float)
-    den = np.ones_like(num) if denominator is None else np.asarray(denominator, dtype=float)
-    grp = np.asarray(cluster_group).astype(int)
-    ids, sums = cluster_sums(cluster_ids, np.stack([num, den, grp], axis=1))
-    codes, _ = encode(as_1d(cluster_ids, "cluster_ids"))
-    counts = np.bincount(codes, minlength=len(ids))
-    g = sums[:, 2] / counts
-    if not np.all((g == 0) | (g == 1)):
-        raise ValueError("cluster_group must be 0/1 and constant within each cluster")
-    g = g.astype(bool)
-    n1 = int(g.sum())
-    if n1 == 0 or n1 == g.size:
-        raise ValueError("both groups need at least one cluster")
+    sums, g, n1 = _cluster_groups(cluster_ids, cluster_group, numerator, denominator)
 
     def diff(mask: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -258,18 +278,12 @@ def permutation_test_clusters(
         return a - b
 
     observed = float(diff(g.astype(float)[None, :])[0])
-    rng = np.random.default_rng(seed)
-    n = g.size
     hits = 0
     done = 0
-    for m in _chunks(n_perm, n):
-        # a random permutation per row: argsort of uniform keys; first n1 -> group 1
-        ranks = np.argsort(rng.random((m, n)), axis=1)
-        mask = np.zeros((m, n))
-        np.put_along_axis(mask, ranks[:, :n1], 1.0, axis=1)
+    for mask in _permutation_masks(seed, n_perm, g.size, n1):
         d = diff(mask)
         hits += int(np.sum(np.abs(d) >= abs(observed) - 1e-12))
-        done += m
+        done += mask.shape[0]
     return PermutationResult(observed, (1 + hits) / (done + 1), done, seed)
 
 
@@ -314,19 +328,7 @@ def permutation_test_studentized(
     The studentized statistic is asymptotically pivotal, so the test keeps its size either way
     (Janssen 1997; Chung & Romano 2013). ``observed`` is still the raw difference; the p-value is
     two-sided on |t| with the +1 correction."""
-    num = np.asarray(numerator, dtype=float)
-    den = np.ones_like(num) if denominator is None else np.asarray(denominator, dtype=float)
-    grp = np.asarray(cluster_group).astype(int)
-    ids, sums = cluster_sums(cluster_ids, np.stack([num, den, grp], axis=1))
-    codes, _ = encode(as_1d(cluster_ids, "cluster_ids"))
-    counts = np.bincount(codes, minlength=len(ids))
-    g = sums[:, 2] / np.maximum(counts, 1)
-    if not np.all((g == 0) | (g == 1)):
-        raise ValueError("cluster_group must be 0/1 and constant within each cluster")
-    g = g.astype(bool)
-    n1 = int(g.sum())
-    if n1 == 0 or n1 == g.size:
-        raise ValueError("both groups need at least one cluster")
+    sums, g, n1 = _cluster_groups(cluster_ids, cluster_group, numerator, denominator)
     y, w = sums[:, 0], sums[:, 1]
     cols = np.stack([y, w, y * y, y * w, w * w, np.ones_like(y)], axis=1)
 
@@ -350,17 +352,12 @@ def permutation_test_studentized(
     observed, t0 = float(diff_obs[0]), float(t_obs[0])
     if not np.isfinite(observed):
         return PermutationResult(observed, float("nan"), 0, seed, "studentized")
-    rng = np.random.default_rng(seed)
-    n = g.size
     hits = 0
     done = 0
-    for m in _chunks(n_perm, n):
-        ranks = np.argsort(rng.random((m, n)), axis=1)
-        mask = np.zeros((m, n))
-        np.put_along_axis(mask, ranks[:, :n1], 1.0, axis=1)
+    for mask in _permutation_masks(seed, n_perm, g.size, n1):
         _, t = tstat(mask)
         hits += int(np.sum(np.abs(np.nan_to_num(t, nan=0.0)) >= abs(t0) - 1e-12 * max(1.0, abs(t0))))
-        done += m
+        done += mask.shape[0]
     return PermutationResult(observed, (1 + hits) / (done + 1), done, seed, "studentized")
 
 
