@@ -9,6 +9,7 @@ import io
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -25,6 +26,8 @@ from common.errors import ApplicationError, NotFoundError
 from common.numbers import number
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
+from common.throttle import password_attempt
+from common.tokens import token_expires_at
 from common.uploads import upload_check
 
 from . import inputs, outputs, selectors
@@ -59,14 +62,16 @@ class AnnotatorSignupApi(APIView):
         annotator, token = annotator_create(
             username=data.get("username"), password=data.get("password"), consent=data.get("consent"),
             mturk_worker_id=data.get("mturk_worker_id"), prolific_pid=data.get("prolific_pid"))
-        return Response({"id": annotator.pk, "username": annotator.user.get_username(), "token": token},
-                        status=status.HTTP_201_CREATED)
+        return Response({"id": annotator.pk, "username": annotator.user.get_username(), "token": token,
+                         "token_expires_at": token_expires_at(timezone.now())}, status=status.HTTP_201_CREATED)
 
 
 def _me(annotator: Any) -> dict[str, Any]:
+    # A crowd-link account is an unverified claim on a platform id: nothing stored is read back.
+    hidden = annotator.is_link_account
     return {"id": annotator.pk, "username": annotator.user.get_username(),
             "mturk_worker_id": annotator.mturk_worker_id, "prolific_pid": annotator.prolific_pid,
-            "demographics": annotator.demographics}
+            "demographics": {} if hidden else annotator.demographics, "demographics_hidden": hidden}
 
 
 class AnnotatorMeApi(APIView):
@@ -81,7 +86,12 @@ class AnnotatorMeApi(APIView):
     @extend_schema(request=inputs.AnnotatorMeInput, responses={200: outputs.AnnotatorMeOutput})
     def patch(self, request: Request) -> Response:
         data = body_parse(inputs.AnnotatorMeInput, request, strict=True)
-        annotator = annotator_update(annotator=selectors.annotator_of(request.user), **data)
+        annotator = selectors.annotator_of(request.user)
+        if "password" in data:
+            # A password in the body is a login attempt on this account: the login policy's back-off
+            # (common/throttle.py) before it is checked, a failure counted, a success clearing it.
+            password_attempt(request, user=annotator.user, password=data["password"])
+        annotator = annotator_update(annotator=annotator, **data)
         return Response(_me(annotator))
 
 

@@ -17,3 +17,6 @@ class AnnotationConfig(AppConfig):
         from .archive import campaign_archive_store
 
         register_archiver(campaign_archive_store)
+        from . import tokens
+
+        tokens.connect()

@@ -7,6 +7,12 @@ query, and `annotator_of` reads the cached profile. On PostgreSQL that query is 
 built once from the models' metadata (the ORM spent ~1 ms of CPU per request compiling it; profile
 in bench/README.md); the instances are built with `Model.from_db` and the fields' converters. Measured by bench/annotation_load.py.
 
+An annotator's permanent token expires `API_TOKEN_TTL_S` after it was made (default 30 days; 0 never):
+both halves refuse it with the same 401 "Token expired", read from the same `created` column (no
+extra query). Logout and a password change delete it (annotation/tokens.py); `POST
+/api/auth/token/rotate/` replaces it. Researchers' tokens (made by `manage.py researcher create`)
+do not expire.
+
 A key starting with `s1.` is a scoped token (annotation/scoped_tokens.py: signed, short-lived, one
 campaign's annotation endpoints only), the token crowd work pages carry instead of the permanent key.
 """
@@ -22,6 +28,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
 
 from common import fastpath
+from common.tokens import token_expired
 
 from . import prepared
 from .models import Annotator
@@ -49,6 +56,12 @@ def _instance(model: Any, values: Any) -> Any:
     return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
+def _refuse_expired(created: Any) -> None:
+    """An annotator's token past its lifetime (common/tokens.py): 401 (both halves, the same check)."""
+    if token_expired(created):
+        raise exceptions.AuthenticationFailed(_("Token expired: log in again (POST /api/auth/token/)."))
+
+
 class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate(self, request: Any) -> tuple[Any, Any] | None:
         result = super().authenticate(request)
@@ -72,6 +85,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
         token = Token.from_db(connection.alias, ["key", "user_id", "created"], (key, user.pk, row[n]))
         token.user = user
         if row[n + 1] is not None:
+            _refuse_expired(row[n])
             annotator = _instance(Annotator, row[n + 1:])
             annotator.user = user
             user._annotator_cache = annotator
@@ -88,6 +102,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         annotator = getattr(user, "annotator", None)  # RelatedObjectDoesNotExist is an AttributeError
         if annotator is not None:
+            _refuse_expired(token.created)
             user._annotator_cache = annotator
         return user, token
 

@@ -5,8 +5,9 @@ Pure (no models): the spec validator imports it before the app registry is ready
 
 Why: "perceived gender" depends on who perceives it (the GEP paper notes 57% of its MTurk workers
 were women), so a report can break its figures down by who labelled. The answers are optional,
-consented (with a versioned consent text) and erasable; researchers see group counts of at least
-`min_group` annotators unless the campaign's spec says `researcher_access: "individual"`.
+consented (with a versioned consent text) and erasable; researchers see group counts only from
+numbered releases, under the release rule (`merge_small_groups`: no cell under `min_group`, none
+that follows from the others), unless the campaign's spec says `researcher_access: "individual"`.
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ NOT_REPORTED = "not reported"  # the group of annotators without an answer (or w
 OTHER = "other"                # small groups merged (fewer than `min_group` annotators)
 PROFILE_CONSENT_VERSION = "profile"  # consent of demographics written through PATCH /api/annotators/me/
 DEFAULT_PAY_FLOOR = 12.0  # USD per hour: the GEP paper's lower bound
+DEFAULT_MIN_GROUP = 5     # the smallest group a release shows (the spec may raise it, never lower)
+MAX_MIN_GROUP = 1000
 
 _CONSENT = {
     "aggregate": (
@@ -55,7 +58,7 @@ _CONSENT = {
 
 def default_section(*, ask: bool = False) -> dict[str, Any]:
     return {"ask": ask, "fields": list(FIELDS), "consent_version": "1", "researcher_access": "aggregate",
-            "publish": False, "consent_text": _CONSENT["aggregate"]}
+            "publish": False, "consent_text": _CONSENT["aggregate"], "min_group": DEFAULT_MIN_GROUP}
 
 
 def choices() -> dict[str, list[list[str]]]:
@@ -68,7 +71,9 @@ def choices() -> dict[str, list[list[str]]]:
 
 def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
     """`annotation.demographics`: `true`/`false` (the first format: ask with the defaults, or not) or
-    {"ask", "fields", "consent_version", "researcher_access", "consent_text"}; every default written out.
+    {"ask", "fields", "consent_version", "researcher_access", "consent_text", "min_group"}; every default
+    written out. `min_group` (5 to 1000, default 5) is the smallest group a release shows: the
+    researcher's `?min_group=` may raise it, never lower it.
     `p` is the spec's Problems collector (one message per bad field)."""
     where = "annotation.demographics"
     if isinstance(raw, bool):
@@ -79,7 +84,7 @@ def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
         p.add(where, "must be true, false or an object {ask, fields, consent_version, researcher_access}")
         return default_section()
     out = default_section()
-    allowed = ("ask", "fields", "consent_version", "researcher_access", "publish", "consent_text")
+    allowed = ("ask", "fields", "consent_version", "researcher_access", "publish", "consent_text", "min_group")
     for key in raw:
         if key not in allowed:
             p.add(f"{where}.{key}", f"unknown key {key!r} (allowed: {', '.join(allowed)})")
@@ -106,6 +111,11 @@ def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
         p.add(f"{where}.researcher_access", f"must be one of {', '.join(ACCESS)}, got {access!r}")
     else:
         out["researcher_access"] = access
+    min_group = raw.get("min_group", DEFAULT_MIN_GROUP)
+    if isinstance(min_group, bool) or not isinstance(min_group, int) or not DEFAULT_MIN_GROUP <= min_group <= MAX_MIN_GROUP:
+        p.add(f"{where}.min_group", f"must be an integer from {DEFAULT_MIN_GROUP} to {MAX_MIN_GROUP}, got {min_group!r}")
+    else:
+        out["min_group"] = min_group
     publish = raw.get("publish", False)
     if not isinstance(publish, bool):
         p.add(f"{where}.publish", "must be true or false")
@@ -183,18 +193,20 @@ def validate_answers(answers: Any, fields: list[str], *, prefix: str = "answers"
 
 
 def validate_profile(demographics: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """PATCH /api/annotators/me/ `demographics` (the first, free-form format, kept): an object of short
-    answers; the known fields (gender, age_band, country, gender_self_described) follow the same
-    vocabulary as the task page's form. `{}` erases them."""
+    """PATCH /api/annotators/me/ `demographics`: an object of the documented fields only (gender,
+    age_band, country, gender_self_described) in the task form's vocabulary; any other key (e.g.
+    `religion`) is a 400 naming it and nothing is stored. `{}` erases them."""
     bad = {"demographics": ["Must be an object of short answers, e.g. {\"age_band\": \"25-34\"}."]}
     if not isinstance(demographics, dict) or len(json.dumps(demographics)) > 4000 or not all(
             isinstance(v, (str, int, float, bool, type(None))) for v in demographics.values()):
         return {}, bad
-    known = {k: v for k, v in demographics.items() if k in (*FIELDS, SELF_DESCRIBED_KEY)}
-    if not known:
-        return dict(demographics), {}
-    clean, errors = validate_answers(known, list(FIELDS), prefix="demographics")
-    return {**{k: v for k, v in demographics.items() if k not in known}, **clean}, errors
+    unknown = {f"demographics.{k}": [f"not a documented field (allowed: {', '.join((*FIELDS, SELF_DESCRIBED_KEY))})"]
+               for k in demographics if k not in (*FIELDS, SELF_DESCRIBED_KEY)}
+    if unknown:
+        return {}, unknown
+    if not demographics:
+        return {}, {}
+    return validate_answers(demographics, list(FIELDS), prefix="demographics")
 
 
 def group_of(answers: Mapping[str, Any] | None, field: str) -> str:
@@ -210,15 +222,18 @@ def group_of(answers: Mapping[str, Any] | None, field: str) -> str:
 
 
 def merge_small_groups(groups: Mapping[Any, str], min_size: int) -> tuple[dict[Any, str], dict[str, int | None]]:
-    """Protect individuals: every group of fewer than `min_size` members is merged into `other`.
-    Returns (member -> reported group, reported group -> member count). When `other` itself has
-    fewer than `min_size` members (but some), its count is suppressed (None) and callers compute no
-    figures for it."""
+    """Protect individuals (the release rule's cells, docs/security.md): every group of fewer than
+    `min_size` members is merged into `other`, and then, complementary, while `other` holds some
+    members but fewer than `min_size`, the next smallest group joins it: no reported cell is under
+    `min_size`, so none follows from the others and the total. A single named group holding every
+    member is reported as `other` (it would name everyone's answer). Returns (member -> reported
+    group, reported group -> member count); a count is None only when every member is in `other`
+    and there are fewer than `min_size` of them (nothing is reported then)."""
     sizes: dict[str, int] = {}
     for g in groups.values():
         sizes[g] = sizes.get(g, 0) + 1
-    small = {g for g, n in sizes.items() if n < min_size}
-    merged = {m: (OTHER if g in small else g) for m, g in groups.items()}
+    merged_names = merged_groups(sizes, min_size)
+    merged = {m: (OTHER if g in merged_names else g) for m, g in groups.items()}
     counts: dict[str, int | None] = {}
     for g in merged.values():
         counts[g] = (counts.get(g) or 0) + 1
@@ -227,9 +242,31 @@ def merge_small_groups(groups: Mapping[Any, str], min_size: int) -> tuple[dict[A
     return merged, dict(sorted(counts.items(), key=lambda kv: (kv[0] in (OTHER, NOT_REPORTED), kv[0])))
 
 
-def effective_answers(response: Mapping[str, Any] | None, profile: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What an annotator reported for a campaign: their answers to that campaign's form, else the
-    known fields of their profile (PATCH /api/annotators/me/), else nothing."""
-    if response:
-        return dict(response)
-    return {k: v for k, v in (profile or {}).items() if k in FIELDS}
+def merged_groups(sizes: Mapping[str, int], min_size: int) -> set[str]:
+    """The groups reported as `other` under the rule of :func:`merge_small_groups`."""
+    small = {g for g, n in sizes.items() if 0 < n < min_size}
+    while small and sum(sizes[g] for g in small) < min_size:
+        rest = sorted((g for g, n in sizes.items() if g not in small and n > 0), key=lambda g: (sizes[g], g))
+        if not rest:
+            break
+        small.add(rest[0])
+    named = [g for g, n in sizes.items() if n > 0 and g not in small]
+    if len(named) == 1 and not small and named[0] != NOT_REPORTED:
+        small.add(named[0])
+    return small
+
+
+def release_counts(sizes: Mapping[str, Mapping[str, int]], min_size: int) -> dict[str, dict[str, int | None]]:
+    """Per field, the counts a release shows at `min_size` (from its raw group sizes)."""
+    out: dict[str, dict[str, int | None]] = {}
+    for field, by_group in sizes.items():
+        members = {(g, i): g for g, n in by_group.items() for i in range(int(n))}
+        out[field] = merge_small_groups(members, min_size)[1]
+    return out
+
+
+def effective_answers(response: Mapping[str, Any] | None, fields: Any = FIELDS) -> dict[str, Any]:
+    """What an annotator reported for a campaign: their answers to that campaign's own form (under
+    its consent), the fields it asks only. The profile's answers (PATCH /api/annotators/me/) count in
+    no campaign: a campaign counts only what was given to it, with its consent."""
+    return {k: v for k, v in (response or {}).items() if k in fields or (k == SELF_DESCRIBED_KEY and "gender" in fields)}

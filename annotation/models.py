@@ -30,8 +30,10 @@ class Annotator(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator")
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PASSWORD)
-    mturk_worker_id = models.CharField(max_length=64, null=True, blank=True, unique=True)
-    prolific_pid = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    # An id is held by at most one link account (the platform's own flow) and claimed by at most one
+    # password account; a claim never blocks the link account (crowd/entry.py).
+    mturk_worker_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    prolific_pid = models.CharField(max_length=64, null=True, blank=True, db_index=True)
     # Self-reported through PATCH /api/annotators/me/ (the profile, not tied to a campaign): optional, with
     # the time of that consent; erased on withdrawal (docs/annotation.md "Demographics").
     demographics = models.JSONField(default=dict, blank=True)
@@ -39,8 +41,26 @@ class Annotator(models.Model):
     demographics_withdrawn_at = models.DateTimeField(null=True, blank=True)  # audit: last withdrawal
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["mturk_worker_id"], condition=models.Q(kind="password"),
+                                    name="annotator_mturk_claim_unique"),
+            models.UniqueConstraint(fields=["mturk_worker_id"], condition=~models.Q(kind="password"),
+                                    name="annotator_mturk_link_unique"),
+            models.UniqueConstraint(fields=["prolific_pid"], condition=models.Q(kind="password"),
+                                    name="annotator_prolific_claim_unique"),
+            models.UniqueConstraint(fields=["prolific_pid"], condition=~models.Q(kind="password"),
+                                    name="annotator_prolific_link_unique"),
+        ]
+
     def __str__(self) -> str:
         return f"annotator {self.pk} ({self.user_id})"
+
+    @property
+    def is_link_account(self) -> bool:
+        """Entered through an unsigned platform link (MTurk, Prolific): whoever opens the link with
+        the id is let in, so the account is a claim and reads back nothing stored for it."""
+        return self.kind in (self.Kind.MTURK, self.Kind.PROLIFIC)
 
 
 class Enrollment(models.Model):
@@ -86,6 +106,29 @@ class DemographicsResponse(models.Model):
             models.CheckConstraint(condition=models.Q(answers={}) | models.Q(consented_at__isnull=False),
                                    name="demographics_answers_need_consent"),
         ]
+
+
+class DemographicsRelease(models.Model):
+    """A numbered, fixed release of a campaign's demographic aggregates (docs/security.md,
+    "Demographics release rule"): researchers see group counts only from a release, never live ones,
+    so polling before and after one annotator joins shows the same numbers. A release is cut when
+    the campaign closes, or on request once at least `min_group` annotators joined since the previous
+    one. `members` are the annotator ids it covers (the report's `annotators` section uses only
+    them); `sizes` the raw group sizes per field, never served (the rule in
+    `annotation.demographics.release_counts` derives what is shown, for any `min_group` at or above
+    the release's)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="demographics_releases")
+    number = models.PositiveIntegerField()
+    reason = models.CharField(max_length=16)  # "close" or "request"
+    min_group = models.PositiveIntegerField()
+    members = models.JSONField(default=list)
+    sizes = models.JSONField(default=dict)  # field -> group -> annotators
+    reported = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "number"], name="demographics_release_unique")]
 
 
 class Question(models.Model):

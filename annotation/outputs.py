@@ -27,6 +27,29 @@ class AnnotatorSignupOutput(serializers.Serializer):
     id = serializers.IntegerField()
     username = serializers.CharField()
     token = serializers.CharField(help_text="The API token (Authorization: Token ...).")
+    token_expires_at = serializers.DateTimeField(allow_null=True, help_text="When it expires (API_TOKEN_TTL_S).")
+
+
+class TokenOutput(serializers.Serializer):
+    token = serializers.CharField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class LogoutOutput(serializers.Serializer):
+    logged_out = serializers.BooleanField()
+    tokens_revoked = serializers.IntegerField()
+
+
+class DemographicsReleaseOutput(serializers.Serializer):
+    number = serializers.IntegerField()
+    released_at = serializers.CharField()
+    reason = serializers.CharField()
+    annotators = serializers.IntegerField()
+    min_group = serializers.IntegerField()
+
+
+class DemographicsReleasesOutput(serializers.Serializer):
+    releases = DemographicsReleaseOutput(many=True)
 
 
 class AnnotatorMeOutput(serializers.Serializer):
@@ -34,7 +57,8 @@ class AnnotatorMeOutput(serializers.Serializer):
     username = serializers.CharField()
     mturk_worker_id = serializers.CharField(allow_null=True)
     prolific_pid = serializers.CharField(allow_null=True)
-    demographics = serializers.JSONField(help_text="Self-reported demographics (profile).")
+    demographics = serializers.JSONField(help_text="Self-reported demographics (profile); {} for a crowd-link account.")
+    demographics_hidden = serializers.BooleanField(help_text="A crowd-link account reads back nothing stored.")
 
 
 class ConsentOutput(serializers.Serializer):
@@ -279,6 +303,7 @@ class DemographicsFormOutput(serializers.Serializer):
     researcher_access = serializers.CharField()
     choices = serializers.JSONField(help_text="{field: [choices]}.")
     response = DemographicsResponseOutput(allow_null=True)
+    response_hidden = serializers.BooleanField(help_text="A crowd-link account: stored answers are never shown.")
 
 
 class DemographicsSummaryOutput(serializers.Serializer):
@@ -292,6 +317,8 @@ class DemographicsSummaryOutput(serializers.Serializer):
     annotators = serializers.IntegerField()
     reported = serializers.IntegerField()
     groups = serializers.JSONField(help_text="{field: {group: count | suppressed}}.")
+    release = DemographicsReleaseOutput(allow_null=True)
+    next_release = serializers.JSONField(help_text="{new_annotators, needed}.")
     individual = serializers.ListField(child=serializers.JSONField(), required=False)
 
 

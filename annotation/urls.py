@@ -8,11 +8,15 @@ C = "campaigns/<int:campaign_id>/"
 
 urlpatterns = [
     path("annotators/", apis.AnnotatorSignupApi.as_view(), name="annotator-signup"),
+    path("auth/token/rotate/", apis_people.TokenRotateApi.as_view(), name="token-rotate"),
+    path("auth/logout/", apis_people.LogoutApi.as_view(), name="logout"),
     path("annotators/me/", apis.AnnotatorMeApi.as_view(), name="annotator-me"),
     path("annotators/me/demographics/", apis_people.DemographicsApi.as_view(), name="annotator-demographics"),
     path("annotators/me/demographics/withdraw/", apis_people.DemographicsWithdrawApi.as_view(),
          name="annotator-demographics-withdraw"),
     path(C + "demographics/", apis_people.CampaignDemographicsApi.as_view(), name="campaign-demographics"),
+    path(C + "demographics/releases/", apis_people.DemographicsReleasesApi.as_view(),
+         name="campaign-demographics-releases"),
     path(C + "pay/", apis_people.CampaignPayApi.as_view(), name="campaign-pay"),
     path(C + "open/", apis.CampaignOpenApi.as_view(), name="campaign-open"),
     path(C + "pause/", apis.CampaignTransitionApi.as_view(action="pause"), name="campaign-pause"),

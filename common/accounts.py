@@ -5,6 +5,10 @@ uniqueness check compares `username_key` (NFKC, casefold, NFKC again: Unicode's 
 caseless match), so `ＡＬＩＣＥ`, `ALICE` and `alice` are one name. The database backs it with a
 unique index on `LOWER(username)` (migration `annotation.0006_username_casefold_unique`).
 
+External ids (an MTurk worker id, a Prolific participant id): one rule, `external_id_valid`, at
+every door (the crowd links, sign-up, the profile, the MTurk batch import), so no path stores an id
+another path would refuse (`<script>x` is refused everywhere).
+
 Passwords: `SubstantialPasswordValidator` is in `AUTH_PASSWORD_VALIDATORS`, so every path that
 calls `validate_password` (annotator sign-up API and form, admin, `changepassword`) refuses a
 password that is only whitespace or shorter than the minimum once its leading and trailing spaces
@@ -12,12 +16,23 @@ are removed (Django's MinimumLengthValidator counts `"        "` as 8 characters
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models.functions import Lower
+
+# MTurk's ids (worker, assignment, HIT) and Prolific's (participant, study, session) are short
+# alphanumeric strings; anything else is refused before it reaches the database or a page.
+EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+EXTERNAL_ID_RULE = "letters, digits, - and _ only (1 to 64 characters)"
+
+
+def external_id_valid(value: Any) -> bool:
+    """Whether `value` is a well-formed platform id (:data:`EXTERNAL_ID_RE`)."""
+    return isinstance(value, str) and bool(EXTERNAL_ID_RE.match(value))
 
 
 def username_key(username: str) -> str:

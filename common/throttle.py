@@ -2,7 +2,8 @@
 
 Logins (`LOGIN_THROTTLE_PATHS`: the console's `/accounts/login/`, `/admin/login/`,
 `POST /api/auth/token/`, the annotators' `/work/<id>/login/`; the crowd pages' "log in to the linked
-account" form calls `login_wait` itself):
+account" form calls `login_wait` itself, and a `password` in `PATCH /api/annotators/me/` goes
+through `password_attempt`):
 - per username (compared as `common.accounts.username_key`, whatever the address): the first
   `LOGIN_THROTTLE_FAILURES` failures cost nothing; each further one makes the next attempt wait
   `LOGIN_THROTTLE_BASE_DELAY_S` x 2^(k) seconds, at most `LOGIN_THROTTLE_MAX_DELAY_S`. Attempts
@@ -125,6 +126,25 @@ def login_succeeded(*, username: str) -> None:
         logger.warning("throttle: cache unavailable", exc_info=True)
 
 
+def password_attempt(request: HttpRequest, *, user: Any, password: Any) -> bool:
+    """A password given to an endpoint other than a login form (PATCH /api/annotators/me/) under the
+    login policy: 429 (DRF's Throttled) while the account's name or the address must wait; a wrong
+    password counted as a failed login, a right one clearing the count. Returns whether it is right."""
+    from rest_framework.exceptions import Throttled as DrfThrottled  # noqa: PLC0415
+
+    username = user.get_username()
+    address = client_address(request)
+    refusal = login_wait(username=username, address=address)
+    if refusal is not None:
+        raise DrfThrottled(wait=refusal.retry_after, detail=refusal.message)
+    ok = isinstance(password, str) and bool(password) and user.check_password(password)
+    if ok:
+        login_succeeded(username=username)
+    else:
+        login_failed(username=username, address=address)
+    return ok
+
+
 # --------------------------------------------------------------------------------------- sign-ups
 def signup_allow(*, address: str) -> Throttled | None:
     """Count one account creation (or attempt) from this address; the refusal when over the limit."""
@@ -159,9 +179,12 @@ def _on_logged_in(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
     login_succeeded(username=user.get_username())
 
 
-def _username_of(request: HttpRequest) -> str | None:
-    content_type = request.META.get("CONTENT_TYPE", "")
-    if content_type.startswith("application/json"):
+def login_username(request: HttpRequest) -> str | None:
+    """The username a login POST names, read the way the views will read it: the media type
+    normalised once (Django's `request.content_type`: parameters dropped, lower case, so
+    `Application/JSON; Charset=UTF-8` is JSON as it is for DRF's parsers), JSON through the input
+    rules, every other type as a form. Every login path's throttle reads the name through here."""
+    if request.content_type == "application/json" or request.content_type.endswith("+json"):
         try:
             data = json_loads(request.body or b"{}")  # the input rules: bounded depth, clean text
         except BodyError:
@@ -187,7 +210,7 @@ class ThrottleMiddleware:
             path = request.path_info
             refusal = None
             if any(p.match(path) for p in self.login_paths):
-                refusal = login_wait(username=_username_of(request), address=client_address(request))
+                refusal = login_wait(username=login_username(request), address=client_address(request))
             elif any(p.match(path) for p in self.signup_paths):
                 refusal = signup_allow(address=client_address(request))
             if refusal is not None:

@@ -5,10 +5,18 @@
 (annotator sign-up). Researchers are not throttled. The counters live in the cache (Redis in
 production); when the cache is unreachable the throttles let requests through rather than turning
 an outage of Redis into an outage of annotation.
+
+Each rate is a fixed-window counter taken with the cache's atomic `add` + `incr` (one Redis INCR per
+request): DRF's stock throttles keep a history list that they read, extend and write back, so
+parallel requests each read the same history and all pass (640 parallel requests went through a
+600/min limit). Here request n of a window is refused for every n over the rate, however many run
+at once (tests/security/test_accounts.py::test_rate_throttle_is_atomic_under_100_parallel_requests).
 """
 from __future__ import annotations
 
 import logging
+import math
+import time
 from typing import Any
 
 from django.conf import settings
@@ -29,12 +37,39 @@ class _SettingsRateMixin:
     def get_rate(self) -> str | None:
         return getattr(settings, "THROTTLE_RATES", {}).get(self.scope)
 
+    _wait: float | None = None
+
     def allow_request(self, request: Any, view: Any) -> bool:
         try:
-            return super().allow_request(request, view)  # type: ignore[misc]
+            return self._counted(request, view)
         except Exception:  # noqa: BLE001 - the cache is down: fail open, log it
             logger.warning("throttle %s: cache unavailable, request allowed", self.scope, exc_info=True)
             return True
+
+    def _counted(self, request: Any, view: Any) -> bool:
+        rate = self.get_rate()
+        if rate is None:
+            return True
+        allowed, window = self.parse_rate(rate)  # type: ignore[attr-defined]
+        if allowed is None:
+            return True
+        ident = self.get_cache_key(request, view)  # type: ignore[attr-defined]
+        if ident is None:
+            return True
+        now = time.time()
+        start = int(now // window) * window
+        key = f"{ident}:w{start}"
+        if self.cache.add(key, 1, timeout=window + 1):  # type: ignore[attr-defined]
+            count = 1
+        else:
+            count = int(self.cache.incr(key))  # type: ignore[attr-defined]  # atomic (Redis INCR)
+        if count <= allowed:
+            return True
+        self._wait = max(1.0, math.ceil(start + window - now))
+        return False
+
+    def wait(self) -> float | None:
+        return self._wait
 
 
 class AnnotatorRateThrottle(_SettingsRateMixin, UserRateThrottle):

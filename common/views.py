@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 
 from . import parsers
@@ -21,6 +22,7 @@ from .inputs import BodyError, json_loads
 from .middleware import error_response
 from .outbound import clip
 from .throttle import login_succeeded
+from .tokens import is_annotator, token_expired, token_expires_at
 
 
 def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -107,4 +109,10 @@ class TokenObtainApi(ObtainAuthToken):
             username = request.data.get("username") if hasattr(request.data, "get") else None
             if isinstance(username, str):
                 login_succeeded(username=username)
+            token = Token.objects.select_related("user").get(key=response.data["token"])
+            if is_annotator(token.user):  # an annotator's token expires (common/tokens.py): a fresh one
+                if token_expired(token.created):
+                    token.delete()
+                    token = Token.objects.create(user=token.user)
+                response.data = {"token": token.key, "expires_at": token_expires_at(token.created)}
         return response

@@ -26,6 +26,7 @@ from django.utils import timezone
 from annotation.models import Assignment, Question
 from annotation.services.answers import ImportedHit, answers_import, mturk_annotators_ensure, rows_insert
 from campaigns.models import Campaign
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
@@ -204,6 +205,9 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
             row.get("HITId", "").strip()
         if not assignment_id or not worker:
             bad("AssignmentId and WorkerId are required")
+            continue
+        if not external_id_valid(worker):  # the id becomes a link account: the links' rule
+            bad(f"WorkerId: {EXTERNAL_ID_RULE} (the crowd links' rule)")
             continue
         if assignment_id in file_assignments:
             bad(f"duplicate assignment {assignment_id} (also row {file_assignments[assignment_id]})")

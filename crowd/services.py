@@ -8,7 +8,6 @@ replace it with a stub and nothing ever reaches Amazon.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -31,6 +30,7 @@ from annotation.models import (
 from annotation.services.external import annotator_for_platform, assignment_external_set
 from annotation.services.qualification import qualification_attempt
 from campaigns.models import Campaign
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from . import mturk
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 # MTurk's ids (worker, assignment, HIT) and Prolific's (participant, study, session) are short
 # alphanumeric strings; anything else is refused before it reaches the database or a page.
-EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PREVIEW_ASSIGNMENT_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 # Where the page may POST the finished assignment (MTurk's `turkSubmitTo`): production and sandbox.
 MTURK_SUBMIT_ORIGINS = ("https://www.mturk.com", "https://workersandbox.mturk.com")
@@ -50,7 +49,7 @@ mturk_client_factory: Callable[..., Any] = mturk.mturk_client
 
 
 def valid_external_id(value: Any) -> bool:
-    return isinstance(value, str) and bool(EXTERNAL_ID_RE.match(value))
+    return external_id_valid(value)
 
 
 # ------------------------------------------------------------------------------------ MTurk submit
@@ -90,7 +89,7 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
     returned as it is, never entered by the link."""
     field = PLATFORM_FIELDS[Annotator.Kind(platform)]
     if not valid_external_id(external_id):
-        raise ApplicationError(f"Invalid {field}.", errors={field: ["letters, digits, - and _ only (at most 64)"]})
+        raise ApplicationError(f"Invalid {field}.", errors={field: [EXTERNAL_ID_RULE]})
     return annotator_for_platform(kind=platform, field=field, external_id=external_id)
 
 
@@ -221,9 +220,11 @@ def prolific_state(*, annotator: Annotator, campaign: Campaign) -> str:
         takeable = takeable or not any(mine)
     consented = Enrollment.objects.filter(annotator=annotator, campaign=campaign,
                                           consented_at__isnull=False).exists()
-    if campaign.status == Campaign.Status.CLOSED and consented:
-        return "complete"
-    if consented and not takeable and campaign.status == Campaign.Status.OPEN \
-            and not has_work(annotator=annotator, campaign=campaign):
-        return "complete"
+    # The completion code pays: it goes only to a participant who submitted work. A campaign that
+    # closed, or has nothing left for them, before they did any ends without a code ("no_work": they
+    # return the study on Prolific), so a made-up PROLIFIC_PID earns nothing.
+    ended = campaign.status == Campaign.Status.CLOSED or (
+        not takeable and campaign.status == Campaign.Status.OPEN and not has_work(annotator=annotator, campaign=campaign))
+    if consented and ended:
+        return "complete" if submitted > 0 else "no_work"
     return "continue"

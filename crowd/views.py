@@ -144,6 +144,8 @@ def _session_key(campaign: Campaign) -> str:
 
 def _prolific_redirect(request: HttpRequest, campaign: Campaign, state: str) -> HttpResponse:
     cfg = services.prolific_settings(campaign)
+    if state == "no_work":  # never a code for no work (a made-up PROLIFIC_PID earns nothing)
+        return render(request, "crowd/prolific_end.html", {"campaign": campaign, "state": state}, status=200)
     code = cfg["completion_code"] if state == "complete" else cfg["screen_out_code"]
     url = services.prolific_code_url(campaign, code)
     if url is None:

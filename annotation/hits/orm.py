@@ -62,7 +62,8 @@ def assignment_payload(assignment: Assignment) -> HitPayload:
 
 
 def gold_ordered(qs: QuerySet[Question], salt: str) -> QuerySet[Question]:
-    """Gold questions in the annotator's own order (`rules.gold_order_key`: md5 of salt || id, byte order)."""
+    """Gold questions in the campaign's common order (`rules.gold_order_key` of `rules.gold_common_salt`:
+    md5 of salt || id, byte order)."""
     digest = MD5(Concat(Value(salt), Cast("id", output_field=CharField())))
     key: MD5 | Collate = Collate(digest, "C") if connection.vendor == "postgresql" else digest
     return qs.annotate(gold_key=key).order_by("gold_key", "id")
@@ -95,13 +96,15 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
     k = cfg["hit_size"]
     pst = campaign.kind == Campaign.Kind.PST
     rows = candidates(pool.filter(is_gold=False).order_by(*rules.pool_order_fields())
-                      .select_for_update(skip_locked=True, of=("self",), no_key=True), rules.pool_limit(pst=pst, k=k))
+                      .select_for_update(skip_locked=True, of=("self",), no_key=True),
+                      rules.pool_limit(pst=pst, k=k, gold_rate=cfg["gold_rate"]))
     if not rows:
         return None, False
-    salt = rules.gold_salt(campaign_seed=campaign.seed, annotator_id=annotator.pk)
+    common = rules.gold_common_salt(campaign_seed=campaign.seed)
     questions, real_ids = rules.hit_compose(
         rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng,
-        gold=lambda n: candidates(gold_ordered(pool.filter(is_gold=True), salt), n))
+        salt=rules.gold_salt(campaign_seed=campaign.seed, annotator_id=annotator.pk),
+        gold=lambda n: candidates(gold_ordered(pool.filter(is_gold=True), common), n))
     assignment = Assignment.objects.create(campaign_id=campaign_id, annotator=annotator,
                                            expires_at=now + timedelta(minutes=cfg["lease_minutes"]))
     AssignmentItem.objects.bulk_create([
@@ -128,6 +131,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
                   .filter(pk=assignment_id, annotator=annotator).first())
     if assignment is None:
         raise NotFoundError(f"Assignment {assignment_id} not found.")
+    rules.refuse_deleted(deleted=assignment.campaign.deleted_at is not None, campaign_id=assignment.campaign_id)
     items = items_of(assignment)
     parsed, digest, early = rules.submit_check(
         assignment_id=assignment.pk, status=assignment.status, digest=assignment.submission_digest,

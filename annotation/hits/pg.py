@@ -114,7 +114,8 @@ ORDER BY {rules.pool_order_sql("q")}
 LIMIT %(limit)s
 FOR NO KEY UPDATE OF q SKIP LOCKED"""
 
-# The annotator's own gold order (rules.gold_order_key), the ORM's `gold_ordered`.
+# The campaign's common gold order (rules.gold_order_key of rules.gold_common_salt), the ORM's
+# `gold_ordered`: the window the annotator's gold seats are picked from (rules.hit_compose).
 NEXT_GOLD = f"""
 SELECT {_CANDIDATE}
 {_POOL_WHERE}
@@ -153,7 +154,7 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
     cfg = settings_of(kind, section)
     k = cfg["hit_size"]
     pst = kind == Campaign.Kind.PST
-    params.update(unqualified=unqualified, gold=False, limit=rules.pool_limit(pst=pst, k=k))
+    params.update(unqualified=unqualified, gold=False, limit=rules.pool_limit(pst=pst, k=k, gold_rate=cfg["gold_rate"]))
     rows = [Candidate(*r) for r in prepared.run(NEXT_POOL, params)]
     if not rows:
         # Empty, or a concurrent request of this annotator made a HIT while this one waited for the lock.
@@ -161,10 +162,11 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
         return (assignment_payload(current), False) if current is not None else (None, False)
 
     def gold(n: int) -> list[Candidate]:
-        salt = rules.gold_salt(campaign_seed=seed, annotator_id=annotator.pk)
+        salt = rules.gold_common_salt(campaign_seed=seed)
         return [Candidate(*r) for r in prepared.run(NEXT_GOLD, {**params, "gold": True, "limit": n, "salt": salt})]
 
-    questions, real_ids = rules.hit_compose(rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng, gold=gold)
+    questions, real_ids = rules.hit_compose(rows, pst=pst, k=k, gold_rate=cfg["gold_rate"], rng=rng, gold=gold,
+                                            salt=rules.gold_salt(campaign_seed=seed, annotator_id=annotator.pk))
     expires = now + timedelta(minutes=cfg["lease_minutes"])
     hit_id = prepared.run(NEXT_WRITE, {**params, "expires": expires, "real": real_ids,
                                        "questions": [q.id for q in questions]})[0][0]
@@ -181,7 +183,7 @@ _ITEMS = """
 
 SUBMIT_STATE = f"""
 SELECT a.status, a.submission_digest, a.submitted_at, a.reward, a.campaign_id, c.kind,
-       (c.spec -> 'annotation')::text, ({_ITEMS})
+       (c.spec -> 'annotation')::text, ({_ITEMS}), c.deleted_at IS NOT NULL
 FROM annotation_assignment a JOIN campaigns_campaign c ON c.id = a.campaign_id
 WHERE a.id = %(assignment)s AND a.annotator_id = %(annotator)s
 FOR NO KEY UPDATE OF a"""
@@ -217,7 +219,8 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     state = prepared.run(SUBMIT_STATE, params)
     if not state:
         raise NotFoundError(f"Assignment {assignment_id} not found.")
-    status, digest0, submitted_at, reward0, campaign_id, kind, section, items_json = state[0]
+    status, digest0, submitted_at, reward0, campaign_id, kind, section, items_json, deleted = state[0]
+    rules.refuse_deleted(deleted=deleted, campaign_id=campaign_id)
     if status == Assignment.Status.EXPIRED:
         # A reclaim may have committed while this statement waited for the lock: its snapshot of the
         # items is older than the HIT row it locked. Read them again.

@@ -11,8 +11,10 @@ hand them to these functions and write what they decide, so a rule changes in on
 - a submission: parsing, the resend digest, the checks against the HIT's state, the reward
   (:func:`submit_check`, :func:`reward`).
 
-Gold questions sit inside `hit_size` (:func:`hit_compose`), drawn per annotator in a fixed order of
-their own (:func:`gold_salt`), at random positions. Adaptive redundancy (`annotation/redundancy.py`)
+Gold questions sit inside `hit_size` (:func:`hit_compose`), at random positions; with gold on, real
+and gold questions alike are picked in the annotator's own order (:func:`gold_salt`) from windows
+WINDOW times the seats (:func:`pool_limit`, :func:`gold_window`), so colluding accounts cannot tell
+gold by comparing their HITs. Adaptive redundancy (`annotation/redundancy.py`)
 keeps the `assigned < required` predicate: `required` grows by one at submit while a question's
 majority is not settled, and :data:`POOL_ORDER` hands out questions already started first
 ("finish what is open").
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +31,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, NamedTuple, TypedDict
 
-from common.errors import ApplicationError, ConflictError
+from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from ..families import example_family
 
@@ -124,10 +127,25 @@ def pool_order_sql(alias: str) -> str:
     return ", ".join(f"{alias}.{column}{' DESC' if descending else ''}" for column, descending in POOL_ORDER)
 
 
-def pool_limit(*, pst: bool, k: int) -> int:
-    """How many candidate rows to lock for a HIT of `k`: PST reads twice as many (an image has up to
-    two persons), GEP exactly `k`."""
-    return k * 2 if pst else k
+# Collusion (docs/security.md, "Gold that collusion cannot find"): with gold on, each seat of a HIT
+# is drawn from WINDOW candidates, real and gold alike, in the annotator's own order, so two accounts
+# share a real question as often as a gold one and the questions that differ between their HITs are
+# gold at the campaign's gold rate.
+WINDOW = 3
+
+
+def pool_limit(*, pst: bool, k: int, gold_rate: float = 0.0) -> int:
+    """How many candidate rows to lock for a HIT of `k`: without gold `k`; with gold WINDOW times the
+    real seats a HIT has on average (at least `k`). PST reads twice as many (an image has up to two
+    persons)."""
+    seats = k if gold_rate <= 0 else max(k, math.ceil(WINDOW * k * (1 - gold_rate)))
+    return seats * 2 if pst else seats
+
+
+def gold_window(*, k: int, gold_rate: float) -> int:
+    """How many gold candidates (in the campaign's common gold order, unseen by the annotator) a HIT's
+    gold seats are drawn from: WINDOW times the gold seats on average, at least the most a HIT takes."""
+    return max(math.ceil(k * gold_rate), round(WINDOW * k * gold_rate))
 
 
 def refuse_closed(status: str) -> None:
@@ -160,10 +178,21 @@ def gold_count(*, k: int, gold_rate: float, rng: random.Random) -> int:
 
 
 def gold_salt(*, campaign_seed: int, annotator_id: int) -> str:
-    """The prefix of an annotator's gold order: gold questions are drawn in the order of
-    md5(salt || question id), a different, fixed order per annotator and campaign, so two accounts do
-    not meet the same gold questions first (and one account never sees the same one twice)."""
+    """The prefix of an annotator's own order: md5(salt || id) ranks the real questions (by image for
+    PST) and the gold questions of a window, a different, fixed order per annotator and campaign."""
     return f"gold:{campaign_seed}:{annotator_id}:"
+
+
+def gold_common_salt(*, campaign_seed: int) -> str:
+    """The prefix of the campaign's common gold order (every annotator's gold window, in SQL)."""
+    return f"gold:{campaign_seed}:"
+
+
+def own_order(rows: Sequence[Candidate], salt: str, *, by_image: bool = False) -> list[Candidate]:
+    """`rows` in the annotator's own order (:func:`gold_order_key` of the id, or of the image id,
+    persons of an image in reading order)."""
+    return sorted(rows, key=lambda r: (gold_order_key(salt, r.image_id if by_image else r.id),
+                                       SLOT_ORDER.get(r.slot, 3) if by_image else 0, r.id))
 
 
 def gold_order_key(salt: str, question_id: int) -> str:
@@ -188,15 +217,22 @@ def gold_insert(rows: list[Candidate], gold: Iterable[Candidate], *, rng: random
 
 
 def hit_compose(rows: Sequence[Candidate], *, pst: bool, k: int, gold_rate: float, rng: random.Random,
-                gold: GoldDraw) -> tuple[list[Candidate], list[int]]:
+                gold: GoldDraw, salt: str | None = None) -> tuple[list[Candidate], list[int]]:
     """The HIT's questions in order, from the locked pool rows: gold questions take seats INSIDE the
     HIT's `k` (a HIT never has more than `k` questions, GEP, or `k` images, PST), drawn with `gold(n)`
     from the annotator's own gold order (fewer when they have seen them all), real questions in the
     remaining seats (PST images whole), gold
-    at random positions. Returns (questions, ids of the non-gold questions, whose counters the engine
+    at random positions. With `salt` (the engines: :func:`gold_salt`) the real rows (a window of
+    :func:`pool_limit`) and the gold candidates (a window of :func:`gold_window` in the campaign's
+    common order) are taken in the annotator's own order (:func:`own_order`), so comparing HITs of
+    colluding accounts tells gold from real no better than the gold rate. Returns (questions, ids of the non-gold questions, whose counters the engine
     increments)."""
     n_gold = gold_count(k=k, gold_rate=gold_rate, rng=rng)
-    drawn = gold(n_gold) if n_gold else []
+    if salt is None:  # the pool's own order (the rules' unit tests)
+        drawn = gold(n_gold) if n_gold else []
+    else:  # the annotator's own picks from the windows (collusion: module constants above)
+        drawn = own_order(gold(gold_window(k=k, gold_rate=gold_rate)), salt)[:n_gold] if n_gold else []
+        rows = own_order(rows, salt, by_image=pst)
     seats = k - len(drawn)
     chosen = whole_images(rows, k=seats) if pst else list(rows)[:seats]
     real_ids = [r.id for r in chosen]
@@ -288,6 +324,12 @@ def submit_check(*, assignment_id: int, status: str, digest: str, submitted_at: 
     if status == RETURNED:
         raise ConflictError("This HIT was returned; ask for a new one.", errors={"status": ["returned"]})
     return parsed, new_digest, None
+
+
+def refuse_deleted(*, deleted: bool, campaign_id: int) -> None:
+    """No answer goes into a soft-deleted campaign (404, as everywhere it no longer exists)."""
+    if deleted:
+        raise NotFoundError(f"Campaign {campaign_id} not found.")
 
 
 def released(items: Iterable[Item]) -> list[int]:

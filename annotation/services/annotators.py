@@ -13,7 +13,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from campaigns.models import Campaign
-from common.accounts import username_taken
+from common.accounts import EXTERNAL_ID_RULE, external_id_valid, username_taken
 from common.errors import ApplicationError, NotFoundError
 
 from ..demographics import validate_profile
@@ -57,9 +57,11 @@ def annotator_create(*, username: Any, password: Any, consent: Any, mturk_worker
         except ValidationError as exc:
             errors["password"] = list(exc.messages)
     for field, value in (("mturk_worker_id", mturk_worker_id), ("prolific_pid", prolific_pid)):
-        if value is not None and (not isinstance(value, str) or not value.strip() or len(value) > 64):
-            errors[field] = ["Must be a non-empty string of at most 64 characters."]
-        elif value and Annotator.objects.filter(**{field: value}).exists():
+        if value in (None, ""):
+            continue
+        if not external_id_valid(value):
+            errors[field] = [EXTERNAL_ID_RULE]
+        elif Annotator.objects.filter(kind=Annotator.Kind.PASSWORD, **{field: value}).exists():
             errors[field] = ["Already attached to another annotator."]
     if errors:
         first = next(iter(errors))
@@ -105,9 +107,9 @@ def annotator_update(*, annotator: Annotator, mturk_worker_id: Any = _UNSET, pro
         if value in (None, ""):
             setattr(annotator, field, None)
             continue
-        if not isinstance(value, str) or len(value) > 64:
-            errors[field] = ["Must be a string of at most 64 characters."]
-        elif Annotator.objects.filter(**{field: value}).exclude(pk=annotator.pk).exists():
+        if not external_id_valid(value):
+            errors[field] = [EXTERNAL_ID_RULE]
+        elif Annotator.objects.filter(kind=Annotator.Kind.PASSWORD, **{field: value}).exclude(pk=annotator.pk).exists():
             errors[field] = ["Already attached to another annotator."]
         else:
             setattr(annotator, field, value)

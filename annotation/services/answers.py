@@ -6,6 +6,8 @@ stored labels, adaptive `required`, the data revision). `crowd` writes no annota
 """
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,9 +17,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import F
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from common import fastpath
+from common.accounts import username_taken
 from common.errors import ApplicationError, ConflictError, NotFoundError
 
 from ..models import Annotator, Answer, Assignment, AssignmentItem, Question
@@ -59,20 +63,28 @@ def rows_insert(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]],
 
 @transaction.atomic
 def mturk_annotators_ensure(*, worker_ids: Sequence[str]) -> dict[str, int]:
-    """{worker id: annotator id}, making the missing accounts (username `mturk-<id>`, no password)."""
+    """{worker id: annotator id} of the workers' MTurk link accounts, making the missing ones (username
+    `mturk-<id>`, no password). Never a password account that claims the id, never a user who took the
+    name `mturk-<id>` first: a taken name gets a stable suffix (random if that is taken too)."""
     User = get_user_model()
     workers = sorted(set(worker_ids))
-    existing = dict(Annotator.objects.filter(mturk_worker_id__in=workers).values_list("mturk_worker_id", "id"))
+    link = Annotator.objects.filter(kind=Annotator.Kind.MTURK)
+    existing = dict(link.filter(mturk_worker_id__in=workers).values_list("mturk_worker_id", "id"))
     new = [w for w in workers if w not in existing]
     if new:
-        taken = set(User.objects.filter(username__in=[f"mturk-{w}" for w in new]).values_list("username", flat=True))
-        users = User.objects.bulk_create([User(username=f"mturk-{w}", password="!") for w in new
-                                          if f"mturk-{w}" not in taken])
-        users += list(User.objects.filter(username__in=[f"mturk-{w}" for w in new if f"mturk-{w}" in taken]))
+        names = {w: f"mturk-{w}" for w in new}
+        taken = set(User.objects.annotate(lower=Lower("username"))
+                    .filter(lower__in=[n.lower() for n in names.values()]).values_list("lower", flat=True))
+        for w, name in names.items():
+            if name.lower() in taken:
+                names[w] = f"{name}-{hashlib.sha256(w.encode()).hexdigest()[:6]}"
+                if username_taken(names[w]):
+                    names[w] = f"{name}-{secrets.token_hex(3)}"
+        users = User.objects.bulk_create([User(username=names[w], password="!") for w in new])
         by_name = {u.username: u for u in users}
-        Annotator.objects.bulk_create([Annotator(user=by_name[f"mturk-{w}"], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
+        Annotator.objects.bulk_create([Annotator(user=by_name[names[w]], mturk_worker_id=w, kind=Annotator.Kind.MTURK)
                                        for w in new])
-        existing.update(Annotator.objects.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
+        existing.update(link.filter(mturk_worker_id__in=new).values_list("mturk_worker_id", "id"))
     return {str(worker): pk for worker, pk in existing.items()}
 
 

@@ -14,7 +14,8 @@ from campaigns.models import Campaign
 from common.errors import ApplicationError, ConflictError
 
 from ..demographics import validate_answers
-from ..models import Annotator, DemographicsResponse, Enrollment
+from ..models import Annotator, DemographicsRelease, DemographicsResponse, Enrollment
+from ..people import release_sizes
 from ..spec_section import annotation_settings
 from .annotators import ForbiddenError
 from .derived import annotator_data_changed, revision_bump
@@ -71,3 +72,36 @@ def demographics_withdraw(*, annotator: Annotator) -> dict[str, Any]:
     annotator.demographics_withdrawn_at = now
     annotator_data_changed(annotator_id=annotator.pk)
     return {"withdrawn_at": now, "campaigns": rows, "erased": erased + int(had_profile)}
+
+
+@transaction.atomic
+def demographics_release_cut(*, campaign: Campaign, reason: str) -> DemographicsRelease:
+    """Cut the campaign's next numbered demographics release (docs/security.md, "Demographics release
+    rule"): every annotator who consented to the campaign so far. Allowed when at least the campaign's
+    `min_group` of them are not in the previous release, or, for the first release only, when the
+    campaign is closed. Otherwise a 409 naming `release` (the difference of two releases must cover
+    at least `min_group` people; nothing is cut). Locks the campaign row (one cut at a time)."""
+    Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
+    cfg = annotation_settings(campaign)["demographics"]
+    previous = DemographicsRelease.objects.filter(campaign=campaign).order_by("-number").first()
+    members = sorted(Enrollment.objects.filter(campaign=campaign, consented_at__isnull=False)
+                     .values_list("annotator_id", flat=True))
+    new = set(members) - set(previous.members if previous else [])
+    first_at_close = previous is None and campaign.status == Campaign.Status.CLOSED and bool(members)
+    if len(new) < cfg["min_group"] and not first_at_close:
+        raise ConflictError(
+            f"A new demographics release needs at least {cfg['min_group']} annotators who are not in the previous "
+            f"one; {len(new)} joined since.", errors={"release": [f"{len(new)} new of {cfg['min_group']} needed"]})
+    sizes, reported = release_sizes(campaign=campaign, members=members)
+    revision_bump(campaign_ids=[campaign.pk])  # the report's annotators section reads the release
+    return DemographicsRelease.objects.create(
+        campaign=campaign, number=(previous.number + 1) if previous else 1, reason=reason,
+        min_group=cfg["min_group"], members=members, sizes=sizes, reported=reported)
+
+
+def demographics_release_at_close(*, campaign: Campaign) -> DemographicsRelease | None:
+    """The release a campaign's close cuts when the rule allows it (else none: the last one stands)."""
+    try:
+        return demographics_release_cut(campaign=campaign, reason="close")
+    except ConflictError:
+        return None

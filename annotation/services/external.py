@@ -18,7 +18,9 @@ def annotator_for_platform(*, kind: str, field: str, external_id: str) -> tuple[
     """The annotator holding this platform id (`field` = external_id), and whether it was created now:
     a link account of the platform (user without a usable password) on first sight; safe against two
     first requests at once (the unique id decides). The id is validated by the caller."""
-    found = Annotator.objects.filter(**{field: external_id}).select_related("user").first()
+    # Only the platform's own link account: a password account claiming the id (sign-up, profile)
+    # never takes the platform's flow from the worker who holds it there (docs/security.md).
+    found = Annotator.objects.filter(kind=kind, **{field: external_id}).select_related("user").first()
     if found is not None:
         return found, False
     User = get_user_model()
@@ -30,7 +32,7 @@ def annotator_for_platform(*, kind: str, field: str, external_id: str) -> tuple[
             user = User.objects.create_user(username=username, password=None)
             return Annotator.objects.create(user=user, kind=kind, **{field: external_id}), True
     except IntegrityError:
-        return Annotator.objects.select_related("user").get(**{field: external_id}), False
+        return Annotator.objects.select_related("user").get(kind=kind, **{field: external_id}), False
 
 
 def assignment_external_set(*, assignment_id: int, external_assignment_id: str | None,

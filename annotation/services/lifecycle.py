@@ -21,6 +21,7 @@ from ..models import Question
 from ..redundancy import initial_required
 from ..selectors import questions_filter
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
+from .demographics import demographics_release_at_close
 from .derived import answers_derive, revision_bump
 
 # Gold questions are shown to every annotator once: "unlimited" redundancy, and their counters are
@@ -148,7 +149,10 @@ def campaign_annotation_transition(*, campaign: Campaign, action: str) -> Campai
     if campaign.status not in allowed:
         raise ConflictError(f"Cannot {action} a campaign that is {campaign.status}.",
                             errors={"status": [f"is {campaign.status}"]})
-    return campaign_status_set(campaign=campaign, status=target)
+    campaign = campaign_status_set(campaign=campaign, status=target)
+    if target == Campaign.Status.CLOSED:
+        demographics_release_at_close(campaign=campaign)  # the release rule decides (docs/security.md)
+    return campaign
 
 
 @transaction.atomic

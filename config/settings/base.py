@@ -419,6 +419,9 @@ PROLIFIC_COMPLETION_URL = env_str("PROLIFIC_COMPLETION_URL", "https://app.prolif
 MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA", [])
 # Lifetime of the campaign-scoped token written into a crowd work page (annotation/scoped_tokens.py).
 CROWD_TOKEN_TTL_S = env_int("CROWD_TOKEN_TTL_S", 4 * 3600)
+# An annotator's permanent API token lives this long (0: never expires); logout and a password change
+# revoke it, POST /api/auth/token/rotate/ replaces it (annotation/tokens.py).
+API_TOKEN_TTL_S = env_int("API_TOKEN_TTL_S", 30 * 86400)
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/console/"

@@ -109,7 +109,7 @@ def _campaign_data(facts: CampaignFacts, *, exclude_blocked: bool, table: bool, 
             blocked, image_counts = _small_reads(facts.id)
             answers = pending.result()
     data = assemble(facts, questions, answers, blocked, image_counts, exclude_blocked=exclude_blocked, table=table)
-    data.demographics = demographics_read(facts.id)
+    data.demographics_release, data.demographics = demographics_read(facts.id)
     return data
 
 

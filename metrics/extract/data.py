@@ -99,6 +99,9 @@ class CampaignData:
     # Consented self-reported demographics per annotator enrolled in the campaign (annotator id ->
     # {"gender", "age_band", "country"}), for the `annotators` section only: never rendered per person.
     demographics: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The numbered demographics release those come from (number, released_at, min_group, members):
+    # the `annotators` section reports on its members only; None before the first release.
+    demographics_release: dict[str, Any] | None = None
     # Answers spent vs the fixed-R design (the `redundancy` section), for adaptive redundancy only.
     redundancy: dict[str, Any] | None = None
     # Order of arrival per effective answer (the id of the answer its correction chain started with);

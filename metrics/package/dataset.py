@@ -342,6 +342,14 @@ def dataset_write(*, campaign: Campaign, out: IO[bytes],
         meta = manifest(campaign, options=options.to_dict(), image_counts=image_counts, blocked=sorted(blocked_names),
                         demographics=coverage, labellers=labellers, has_sample=bool(
                             extras.get("human_sample") is not None and extras["human_sample"].num_rows))
+        if coverage == "all" and data.demographics_release is not None:
+            # The release the annotators section is keyed by (docs/security.md): its members present
+            # in the package, by pseudonym, so a report from the package has the same section.
+            release = data.demographics_release
+            width = pseudonym_width(len(numbers))
+            meta["demographics_release"] = {
+                **{k: v for k, v in release.items() if k != "members"},
+                "members": sorted(pseudonym(numbers[a], width) for a in release["members"] if a in numbers)}
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("README.md", _card(campaign, report, n_annotators, n_answers, machine is not None, coverage))
             z.writestr("package.json", json.dumps(meta, indent=2, ensure_ascii=False))

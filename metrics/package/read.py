@@ -62,6 +62,9 @@ class Package:
         data = assemble(self.facts, self.questions, self.answers, self.blocked, self.image_counts,
                         exclude_blocked=exclude_blocked, table=table)
         data.demographics = dict(self.demographics or {})
+        release = self.manifest.get("demographics_release")
+        if isinstance(release, dict) and isinstance(release.get("members"), list):  # the section's release
+            data.demographics_release = {**release, "members": [_number(str(n)) for n in release["members"]]}
         return data
 
     def machine_data(self, data: CampaignData, labeller: str) -> MachineData:

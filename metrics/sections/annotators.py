@@ -1,9 +1,14 @@
 """The report section `annotators`: who labelled, and the headline figures per group of annotators.
 
-- Per demographic field (gender, age band, country: the annotators' consented self-reports, see
-  docs/annotation.md "Demographics"), the annotators who have answers in the report are counted per
-  group; groups of fewer than `ReportOptions.min_group` annotators (default 5) are merged into
-  `other`, and an `other` still under that size is suppressed (its count null, no figures).
+- Keyed by the campaign's latest numbered demographics release (`release`; docs/security.md,
+  "Demographics release rule"): only its members count, so the section does not move while
+  annotators join. Before the first release it reports no group.
+- Per demographic field (gender, age band, country: the annotators' consented self-reports to the
+  campaign's form, see docs/annotation.md "Demographics"), the release's members who have answers
+  in the report are counted per group under the release rule
+  (`annotation.demographics.merge_small_groups`): groups of fewer than `min_group` annotators
+  (`ReportOptions.min_group`, never below the release's, default 5) are merged into `other`, and
+  further groups join `other` until it reaches `min_group` too.
 - Per reported group: the group's labels are the majority of the group's answers per question
   (ties kept, questions without a group answer left out), and on them the report's headline figures
   with its bootstrap intervals (PST: overall STS per setting; GEP: score per setting) and the
@@ -27,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from annotation.demographics import FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
+from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
 from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
 from metrics.core.significance import holm
@@ -109,12 +114,22 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
 
 def annotators_section(data: CampaignData, options: ReportOptions, seed: int) -> dict[str, Any]:
     """The `annotators` section (see the module docstring)."""
-    present = np.unique(data.a_annotator)
-    answers_of = data.demographics
+    release = data.demographics_release
     settings, metrics = _metric_names(data)
     metric_keys = [*metrics, "krippendorff_alpha"]
+    if release is None:  # no numbered release yet: no group is reported (docs/security.md)
+        return {"release": None, "min_group": max(options.min_group, DEFAULT_MIN_GROUP), "annotators": 0,
+                "reported": 0, "metrics": metric_keys, "fields": {},
+                "note": "no demographics release yet (cut at the campaign's close, or on request once enough "
+                        "annotators joined)"}
+    min_group = max(options.min_group, int(release["min_group"]))  # raised, never lowered
+    options = dataclasses.replace(options, min_group=min_group)
+    members = set(release["members"])
+    present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
+    answers_of = data.demographics
     stat = None  # built on the first permutation test (no named groups: no tests, no cost)
     out: dict[str, Any] = {
+        "release": {k: v for k, v in release.items() if k != "members"},
         "min_group": options.min_group, "annotators": int(present.size),
         "reported": int(sum(1 for a in present.tolist() if answers_of.get(a))),
         "metrics": metric_keys, "labels": "majority of the group's answers per question", "fields": {},
@@ -132,7 +147,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
             members[name] = [a for a, g in merged.items() if g == name]
             member = np.isin(data.a_annotator, members[name])
             groups[name] = {"annotators": n, "answers": int(member.sum())}
-            if n < present.size:  # a group of everyone has the report's own figures: not recomputed
+            if n < present.size:  # a group of every member: no figures of its own (they would follow)
                 groups[name].update(_group_figures(data, member, options, seed, settings))
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []

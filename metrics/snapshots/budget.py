@@ -42,7 +42,7 @@ class GroupShape:
 
 def annotator_pairs(campaign: Campaign, *, min_group: int) -> GroupShape:
     """From the consented demographics (one query) and the grouping rule the section applies."""
-    reported = demographics_read(campaign.pk)
+    _release, reported = demographics_read(campaign.pk)  # the release's members (the section's)
     pairs = groups = 0
     for name in FIELDS:
         _, counts = merge_small_groups({a: group_of(answers, name) for a, answers in reported.items()}, min_group)

@@ -100,15 +100,20 @@ def test_researchers_see_aggregates_with_small_groups_merged(researcher, api):
     a, c = make_annotator("nb0", campaign=campaign)
     _answer(c, campaign, a, "non_binary")
     make_annotator("quiet", campaign=campaign)
-    summary = api.get(f"/api/campaigns/{campaign.pk}/demographics/").json()
-    # non_binary (1) and not reported (1) are under 5: merged into "other", itself under 5: suppressed.
-    assert summary["groups"]["gender"] == {"man": 5, "woman": 6, "other": None}
+    url = f"/api/campaigns/{campaign.pk}/demographics/"
+    before = api.get(url).json()
+    assert before["release"] is None and before["groups"] == {} and before["next_release"]["new_annotators"] == 13
+    assert api.post(url + "releases/").status_code == 201
+    summary = api.get(url).json()
+    # non_binary (1) and not reported (1) are under 5: merged into "other" (2), still under 5, so the
+    # smallest other group (man, 5) joins it: no cell under 5, none that follows from the total.
+    assert summary["groups"]["gender"] == {"woman": 6, "other": 7} and summary["release"]["number"] == 1
     assert summary["annotators"] == 13 and summary["reported"] == 12
     assert "individual" not in summary
-    assert api.get(f"/api/campaigns/{campaign.pk}/demographics/?min_group=2").json()["groups"]["gender"] == {
-        "man": 5, "woman": 6, "other": 2}
-    bad = api.get(f"/api/campaigns/{campaign.pk}/demographics/?min_group=zero")
-    assert bad.status_code == 400 and "min_group" in bad.json()["errors"]
+    assert api.get(url + "?min_group=7").json()["groups"]["gender"] == {"other": 13}
+    for bad_value in ("zero", "2", "4"):  # never below the campaign's min_group (5)
+        bad = api.get(f"{url}?min_group={bad_value}")
+        assert bad.status_code == 400 and "min_group" in bad.json()["errors"]
 
 
 def test_individual_access_only_when_the_spec_says_so(researcher, api, other_researcher):
@@ -119,15 +124,15 @@ def test_individual_access_only_when_the_spec_says_so(researcher, api, other_res
     profile_only, pclient = make_annotator("pat", campaign=campaign)
     pclient.patch("/api/annotators/me/", {"demographics": {"gender": "man"}}, format="json")
     summary = api.get(f"/api/campaigns/{campaign.pk}/demographics/").json()
-    # The profile's answers count in aggregates but are never shown individually.
+    # The profile's answers are never shown individually (nor counted: the campaign's form only).
     assert summary["individual"] == [{"annotator": ann.pk, "answers": {"gender": "woman"}, "consent_version": "2"}]
     assert token_client(other_researcher).get(f"/api/campaigns/{campaign.pk}/demographics/").status_code == 404
 
 
 def test_profile_patch_follows_the_same_rules():
     annotator, client = make_annotator("paco")
-    ok = client.patch("/api/annotators/me/", {"demographics": {"age_range": "25-34", "gender": "man"}}, format="json")
-    assert ok.status_code == 200 and ok.json()["demographics"] == {"age_range": "25-34", "gender": "man"}
+    ok = client.patch("/api/annotators/me/", {"demographics": {"age_band": "25-34", "gender": "man"}}, format="json")
+    assert ok.status_code == 200 and ok.json()["demographics"] == {"age_band": "25-34", "gender": "man"}
     annotator.refresh_from_db()
     assert annotator.demographics_consented_at is not None
     bad = client.patch("/api/annotators/me/", {"demographics": {"gender": "robot"}}, format="json")

@@ -146,7 +146,7 @@ def assert_same(runs: dict[str, Any]) -> None:
 
 def test_gep_scenario_gives_identical_answers_and_state(researcher):
     campaign = make_campaign(researcher, settings=["explicit"], annotation={
-        "hit_size": 2, "redundancy": 3, "gold_rate": 0.25, "lease_minutes": 20, "reward": "0.05",
+        "hit_size": 2, "redundancy": 4, "gold_rate": 0.25, "lease_minutes": 20, "reward": "0.05",
         "reward_per": "question", "min_time_ms": 300, "max_fast_fraction": 0.5, "low_quality_action": "pause"})
     # Six images of each of two attributes (two question families).
     attributes = [p.metadata["attribute"] for p in campaign.prompts.filter(setting="explicit").order_by("position")]

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 # Operations that take no body at all (actions whose only input is the URL).
 NO_BODY = {"open", "close", "reopen", "pause", "resume", "cancel", "generate", "retry", "heartbeat", "return",
            "next", "retry-failed", "rebuild",
-           "assignments", "include", "exclude", "withdraw"}
+           "assignments", "include", "exclude", "withdraw", "logout", "rotate", "releases"}
 
 
 def _schema(api: APIClient) -> dict[str, Any]:

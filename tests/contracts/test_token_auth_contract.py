@@ -56,7 +56,7 @@ def _both(key: str) -> tuple[Any, Any]:
 def test_users_tokens_and_profiles_are_equal(researcher: User) -> None:
     annotator, key = annotator_create(username="tia", password="Tia-secret-pass-9", consent=True)
     annotator_update(annotator=annotator, mturk_worker_id="A1TIA", prolific_pid="P-TIA", password="Tia-secret-pass-9",
-                     demographics={"age_range": "25-34", "student": True, "years": 3})
+                     demographics={"age_band": "25-34", "gender": "self_describe", "gender_self_described": "fluid"})
     plain, _ = annotator_create(username="tom", password="Tom-secret-pass-9", consent=True)
     research_key = Token.objects.create(user=researcher).key
     inactive, inactive_key = annotator_create(username="ina", password="Ina-secret-pass-9", consent=True)
@@ -70,7 +70,7 @@ def test_users_tokens_and_profiles_are_equal(researcher: User) -> None:
         outcomes[name] = orm
     # What was compared is what matters: the profile with its JSON, the researcher without one, refusals.
     assert outcomes["annotator with profile"]["annotator"][0]["demographics"] == {
-        "age_range": "25-34", "student": True, "years": 3}
+        "age_band": "25-34", "gender": "self_describe", "gender_self_described": "fluid"}
     assert outcomes["annotator with profile"]["annotator"][1] is True
     assert outcomes["researcher"]["annotator"] is None
     assert outcomes["inactive"][0] == "refused" and "inactive" in outcomes["inactive"][1]
@@ -91,6 +91,7 @@ def test_the_same_answers_over_http(researcher: User) -> None:
                            for r in [c.get("/api/annotators/me/")]}
     assert answers[True] == answers[False]
     assert answers[True]["annotator"] == (200, {"id": annotator.pk, "username": "hal", "mturk_worker_id": None,
-                                                "prolific_pid": None, "demographics": {"country": "NZ"}})
+                                                "prolific_pid": None, "demographics": {"country": "NZ"},
+                                                "demographics_hidden": False})
     assert answers[True]["researcher"][0] == 403 and answers[True]["stranger"][0] == 401
     assert Annotator.objects.count() == 1

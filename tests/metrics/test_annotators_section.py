@@ -12,7 +12,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from annotation.demographics import default_section
 from annotation.models import Answer, DemographicsResponse, Enrollment
+from annotation.services.demographics import demographics_release_cut
 from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.metrics import SMALL_PST, annotators, campaign_with_questions
@@ -26,6 +28,8 @@ STEREO = {"male": "Masculine", "female": "Feminine"}
 def _campaign(owner: User, genders: dict[str, int]) -> tuple[Any, dict[str, list[Any]]]:
     """PST campaign; women answer the stereotyped gender on 90% of persons, men "Cannot identify" on 60%."""
     campaign, questions = campaign_with_questions(owner, {**SMALL_PST, "name": "who-labelled"})
+    campaign.spec["annotation"]["demographics"] = default_section(ask=True)
+    campaign.save(update_fields=["spec"])
     people: dict[str, list[Any]] = {}
     now = timezone.now()
     for gender, n in genders.items():
@@ -46,18 +50,20 @@ def _campaign(owner: User, genders: dict[str, int]) -> tuple[Any, dict[str, list
                     choice = stereo if (i + j) % 10 else "Cannot identify"
                 rows.append(Answer(campaign=campaign, question=q, annotator=a, choice=choice, time_ms=1000))
     Answer.objects.bulk_create(rows)
+    demographics_release_cut(campaign=campaign, reason="request")  # the section reports on a release only
     return campaign, people
 
 
 def test_counts_figures_and_tests_per_group(researcher):
-    campaign, people = _campaign(researcher, {"woman": 5, "man": 5, "non_binary": 1, "quiet": 1})
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 5, "non_binary": 3, "quiet": 2})
     report = report_build(campaign=campaign, options=ReportOptions(n_boot=200, n_perm=200))
     section = report["annotators"]
-    assert section["annotators"] == 12 and section["reported"] == 11 and section["min_group"] == 5
+    assert section["annotators"] == 15 and section["reported"] == 13 and section["min_group"] == 5
+    assert section["release"]["number"] == 1 and section["release"]["annotators"] == 15
     gender = section["fields"]["gender"]
-    # non_binary (1) and not reported (1) merged into "other" (2 < 5): suppressed, no figures.
+    # non_binary (3) and not reported (2) merged into "other" (5: reported, with figures).
     assert set(gender["groups"]) == {"woman", "man", "other"}
-    assert gender["groups"]["other"] == {"annotators": None, "suppressed": True}
+    assert gender["groups"]["other"]["annotators"] == 5 and "headline" in gender["groups"]["other"]
     women, men = gender["groups"]["woman"], gender["groups"]["man"]
     assert women["annotators"] == 5 and women["answers"] == men["answers"] > 0
     # Every person: 4 or 5 of the 5 women answer the stereotype -> women's majority STS is 100.
@@ -72,13 +78,14 @@ def test_counts_figures_and_tests_per_group(researcher):
     t = tests["sts_single"]
     assert (t["a"], t["b"], t["unit"]) == ("man", "woman", "answer")  # named groups in order
     assert t["difference"] < -50 and t["p_value"] < 0.05 and t["p_holm"] == t["p_value"]  # one pair
-    # Every one who reported gave the same country; the quiet one is "not reported" -> other, suppressed.
+    # Every one who reported gave the same country; the quiet ones (2) are too few for a cell of their
+    # own, and NZ joins them (complementary): one cell of everyone, which tells nothing about anyone.
     country = section["fields"]["country"]["groups"]
-    assert country["NZ"]["annotators"] == 11 and "headline" in country["NZ"] and country["other"]["suppressed"]
-    # A smaller minimum shows the small groups themselves.
+    assert set(country) == {"other"} and country["other"]["annotators"] == 15
+    # A smaller minimum than the release's is not applied (raised, never lowered).
     small = report_build(campaign=campaign, options=ReportOptions(n_boot=0, n_perm=0, min_group=2))
-    groups = small["annotators"]["fields"]["gender"]["groups"]
-    assert groups["other"]["annotators"] == 2 and "headline" in groups["other"]
+    assert small["annotators"]["min_group"] == 5
+    assert small["annotators"]["fields"]["gender"]["groups"]["other"]["annotators"] == 5
     assert small["annotators"]["fields"]["gender"]["tests"] == []  # n_perm = 0: no tests
 
 
@@ -124,9 +131,10 @@ def test_a_withdrawal_makes_the_cached_report_stale(researcher):
     demographics_withdraw(annotator=people["woman"][0])
     _, after = report_get(campaign=campaign, options=options)
     assert "woman" not in after["annotators"]["fields"]["gender"]["groups"]
-    # A profile answer (PATCH /api/annotators/me/) is a change too.
-    from annotation.services.annotators import annotator_update
+    # A new answer to the campaign's form is a change too (the profile's answers count nowhere).
+    from annotation.services.demographics import demographics_submit
 
-    annotator_update(annotator=people["woman"][0], demographics={"gender": "woman"})
+    demographics_submit(annotator=people["woman"][0], campaign=campaign, consent=True, consent_version="1",
+                        answers={"gender": "woman"})
     _, again = report_get(campaign=campaign, options=options)
     assert again["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5

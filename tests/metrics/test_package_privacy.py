@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from annotation.models import Answer, DemographicsResponse, Enrollment
-from annotation.services.demographics import demographics_submit
+from annotation.services.demographics import demographics_release_cut, demographics_submit
 from metrics.package import report_from_package
 from tests.builders.metrics import SMALL_PST, annotators, campaign_with_questions
 from tests.builders.package import differences, package_bytes
@@ -55,6 +55,7 @@ def _campaign(owner: User, demographics: dict[str, Any], *, extra: bool = False)
                    choice=STEREO[q.metadata["group"]] if (i + j) % (3 if j < 5 else 2) else "Cannot identify")
             for i, q in enumerate(questions) for j, a in enumerate(people)]
     Answer.objects.bulk_create(rows)
+    demographics_release_cut(campaign=campaign, reason="request")  # aggregates come from a release only
     return campaign
 
 
@@ -110,10 +111,12 @@ def test_profile_answers_and_withdrawals_are_never_published(api: APIClient, res
     campaign = _campaign(researcher, {"researcher_access": "individual", "publish": True}, extra=True)
     z, manifest = _contents(package_bytes(api, campaign.pk))
     table = pq.read_table(io.BytesIO(z.read("data/annotators.parquet"))).to_pandas()
-    assert len(table) == 10 and manifest["demographics"] == "partial"
-    # The server counts the profile-only annotator; the package cannot, so no aggregate is published.
-    assert "annotators" not in json.loads(z.read("report.json"))
-    assert "annotators" not in report_from_package(z.fp.getvalue(), **QUICK)  # type: ignore[union-attr]
+    # Profile answers count nowhere (docs/security.md, "Demographics release rule") and a withdrawal
+    # erased its answers: the package names every group the server counts, and has its section.
+    assert len(table) == 10 and manifest["demographics"] == "all"
+    server = api.get(f"/api/campaigns/{campaign.pk}/report/", QUICK).json()
+    package = report_from_package(z.fp.getvalue(), **QUICK)  # type: ignore[union-attr]
+    assert package["annotators"]["reported"] == server["annotators"]["reported"] == 10
 
 
 def test_publish_needs_individual_access(api: APIClient) -> None:

@@ -95,6 +95,11 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     # annotation: annotator side
     "annotation:annotator-signup": {"post": PUBLIC},
     "annotation:annotator-me": {"get": ANNOTATOR, "patch": ANNOTATOR},
+    # numbered demographics releases: the owner reads and cuts them (docs/security.md)
+    "annotation:campaign-demographics-releases": {"get": OWNER, "post": OWNER},
+    # an annotator's permanent token: rotated by its holder; any signed-in user may log out
+    "annotation:token-rotate": {"post": ANNOTATOR},
+    "annotation:logout": {"post": _row("DENY", "OK", "OK", "OK", "OK", "OK")},
     "annotation:annotator-demographics": {"delete": ANNOTATOR},
     "annotation:annotator-demographics-withdraw": {"post": ANNOTATOR},
     "annotation:campaign-consent": {"post": ANNOTATOR},
