@@ -1,6 +1,6 @@
 """Calibration of the request work budget's per-unit costs (metrics/snapshots/budget.py).
 
-Builds one small PST campaign (single, paired and intervention settings; 12 annotators with consented
+Builds one small PST campaign (single, paired and intervention settings; 30 annotators with consented
 demographics: 3 genders, 6 age bands) in its own database, then times `report_build` with one option
 turned on at a time and prints the seconds per unit the estimate uses:
 
@@ -66,10 +66,10 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     os.chdir(ROOT)
-    campaign = build(12)
+    campaign = build(30)
     answers, images = campaign.answers.count(), Image.objects.filter(campaign=campaign).count()
     questions = campaign.questions.count()
-    print(f"campaign: {images} images, {questions} questions, {answers} answers, 12 annotators")
+    print(f"campaign: {images} images, {questions} questions, {answers} answers, 30 annotators")
     base = timed(campaign)
     boot = timed(campaign, n_boot=400) - base
     with_boot = timed(campaign, n_boot=100)

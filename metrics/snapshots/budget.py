@@ -41,15 +41,20 @@ class GroupShape:
 
 
 def annotator_pairs(campaign: Campaign, *, min_group: int) -> GroupShape:
-    """From the consented demographics (one query) and the grouping rule the section applies."""
-    _release, reported = demographics_read(campaign.pk)  # the release's members (the section's)
+    """From the latest demographics release (its members' answers; its `min_group` is a floor) and the
+    grouping rule the section applies; no release: no groups, no tests."""
+    release, reported = demographics_read(campaign.pk)
+    answers = campaign.answers.count()
+    if release is None:
+        return GroupShape(pairs=0, groups=0, answers=answers)
+    floor = max(min_group, int(release["min_group"]))
     pairs = groups = 0
     for name in FIELDS:
-        _, counts = merge_small_groups({a: group_of(answers, name) for a, answers in reported.items()}, min_group)
+        _, counts = merge_small_groups({a: group_of(reported.get(a), name) for a in release["members"]}, floor)
         named = [g for g, n in counts.items() if n is not None and g not in (OTHER, NOT_REPORTED)]
         pairs += len(list(combinations(named, 2)))
         groups += sum(1 for n in counts.values() if n is not None)
-    return GroupShape(pairs=pairs, groups=groups, answers=campaign.answers.count())
+    return GroupShape(pairs=pairs, groups=groups, answers=answers)
 
 
 def _images(campaign: Campaign) -> int:

@@ -58,9 +58,9 @@ def test_many_permutations_over_many_small_groups_go_to_the_worker(
     assert snap.options["n_perm"] == 10_000 and snap.options["min_group"] == 2  # the worker builds these
 
 
-def test_the_defaults_on_a_small_campaign_stay_in_the_request(api: APIClient, researcher: User) -> None:
+def test_few_draws_on_a_small_campaign_stay_in_the_request(api: APIClient, researcher: User) -> None:
     campaign = grouped_campaign(researcher)
-    assert budget.report_estimate(campaign, ReportOptions()).seconds < 5
+    assert budget.report_estimate(campaign, ReportOptions(n_boot=50, n_perm=50)).seconds < 5  # defaults: 18 pairs x 1,000
     resp = api.get(f"/api/campaigns/{campaign.pk}/report/?n_boot=50&n_perm=50&min_group=2")
     assert resp.status_code == 200 and resp.json()["annotators"]["fields"]["age_band"]["tests"]
 
@@ -140,10 +140,10 @@ def test_the_estimate_grows_with_every_input_it_reads(researcher: User) -> None:
     campaign = grouped_campaign(researcher)
     low = budget.report_estimate(campaign, ReportOptions(n_boot=100, n_perm=100))
     assert budget.report_estimate(campaign, ReportOptions(n_boot=1000, n_perm=100)).options["n_boot"] > low.options["n_boot"]
-    assert budget.report_estimate(campaign, ReportOptions(n_boot=100, n_perm=100, min_group=2)).options["n_perm"] \
-        > low.options["n_perm"]  # more, smaller groups: more pairs tested
-    assert budget.annotator_pairs(campaign, min_group=2).pairs == 3 + 15  # 3 genders, 6 age bands of 2
-    assert budget.annotator_pairs(campaign, min_group=5).pairs == 0  # 4 per gender: all merged
+    fewer_groups = budget.report_estimate(campaign, ReportOptions(n_boot=100, n_perm=100, min_group=11))
+    assert low.options["n_perm"] > fewer_groups.options["n_perm"]  # more, smaller groups: more pairs tested
+    assert budget.annotator_pairs(campaign, min_group=2).pairs == 3 + 15  # the release's floor (5): 3 x 10, 6 x 5
+    assert budget.annotator_pairs(campaign, min_group=11).pairs == 0  # every group merged into other
     assert low.raised == frozenset()
     assert budget.report_estimate(campaign, ReportOptions(n_perm=5000)).raised == {"n_perm"}
 
