@@ -49,11 +49,11 @@ def test_profile_external_ids_and_demographics():
     annotator.refresh_from_db()
     assert annotator.mturk_worker_id is None
     response = client.patch("/api/annotators/me/", {"mturk_worker_id": "AWORKER1", "prolific_pid": "5f00",
-                                                    "demographics": {"age_range": "25-34"},
+                                                    "demographics": {"age_band": "25-34"},
                                                     "password": "otis-Secret-pass-9"}, format="json")
     assert response.status_code == 200 and response.json()["mturk_worker_id"] == "AWORKER1"
     annotator.refresh_from_db()
-    assert annotator.prolific_pid == "5f00" and annotator.demographics == {"age_range": "25-34"}
+    assert annotator.prolific_pid == "5f00" and annotator.demographics == {"age_band": "25-34"}
     # demographics alone need no password
     assert client.patch("/api/annotators/me/", {"demographics": {}}, format="json").status_code == 200
     _, other = make_annotator("olaf")

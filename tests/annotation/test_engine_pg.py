@@ -94,7 +94,7 @@ def test_token_authentication_loads_user_and_annotator_in_one_statement(research
         response = client.get("/api/annotators/me/")
     assert response.status_code == 200, response.content
     assert response.json() == {"id": annotator.pk, "username": "tok", "mturk_worker_id": None, "prolific_pid": None,
-                               "demographics": {}}
+                               "demographics": {}, "demographics_hidden": False}
     from rest_framework.test import APIClient
 
     stranger = APIClient()
