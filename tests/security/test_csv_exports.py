@@ -32,11 +32,15 @@ def _unsafe_cells(text: str) -> list[str]:
 def test_payments_csv_neutralises_usernames_and_external_ids(api: APIClient, researcher: User) -> None:
     campaign = open_campaign(make_images_campaign(researcher))
     annotator, client = make_annotator("-2+3", campaign=campaign)  # a valid username, a formula in a sheet
-    patched = client.patch("/api/annotators/me/", {"prolific_pid": '=HYPERLINK("http://evil.example","x")',
+    # External ids that are formulas no longer get in at all (one external-id rule, issue 24) ...
+    refused = client.patch("/api/annotators/me/", {"prolific_pid": '=HYPERLINK("http://evil.example","x")',
                                                    "mturk_worker_id": "@SUM(1+1)",
                                                    "password": "-2+3-Secret-pass-9"}, format="json")
-    assert patched.status_code == 200
-    assert patched.json()["prolific_pid"] == '=HYPERLINK("http://evil.example","x")'  # the JSON stays exact
+    assert refused.status_code == 400 and {"prolific_pid", "mturk_worker_id"} & set(refused.json()["errors"])
+    # ... and a valid id that a sheet would read as a formula is still neutralised on the way out.
+    patched = client.patch("/api/annotators/me/", {"mturk_worker_id": "-A1", "password": "-2+3-Secret-pass-9"},
+                           format="json")
+    assert patched.status_code == 200 and patched.json()["mturk_worker_id"] == "-A1"  # the JSON stays exact
     make_annotator("@cmd", campaign=campaign)
     response = api.get(f"/api/campaigns/{campaign.pk}/payments.csv")
     assert response.status_code == 200
@@ -44,8 +48,8 @@ def test_payments_csv_neutralises_usernames_and_external_ids(api: APIClient, res
     assert _unsafe_cells(text) == []
     rows = {r["annotator"]: r for r in csv.DictReader(io.StringIO(text))}
     row = rows[str(annotator.pk)]
-    assert row["username"] == "'-2+3" and row["mturk_worker_id"] == "'@SUM(1+1)"
-    assert csv_cell_restore(row["prolific_pid"]) == '=HYPERLINK("http://evil.example","x")'
+    assert row["username"] == "'-2+3" and row["mturk_worker_id"] == "'-A1"
+    assert csv_cell_restore(row["mturk_worker_id"]) == "-A1"
 
 
 def make_images_campaign(researcher: User):  # type: ignore[no-untyped-def]
