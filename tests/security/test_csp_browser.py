@@ -81,4 +81,6 @@ def _is_canary(message: str) -> bool:
     """The deliberate violation: an inline <script> inserted by the test (blocked-uri 'inline', or
     Chromium's "Refused to execute inline script" line)."""
     lowered = message.lower()
-    return ("blocked-uri=inline" in lowered and "script-src" in lowered) or "refused to execute inline script" in lowered
+    # The csp logger writes each report as one line of escaped JSON (issue 24).
+    inline = "blocked-uri=inline" in lowered or '"blocked-uri": "inline"' in lowered
+    return (inline and "script-src" in lowered) or "refused to execute inline script" in lowered
