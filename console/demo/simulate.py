@@ -21,7 +21,7 @@ from annotation.families import example_family
 from annotation.hits import answers_submit, assignment_next
 from annotation.models import Annotator, Question
 from annotation.services.annotators import annotator_create, enrollment_consent
-from annotation.services.demographics import demographics_submit
+from annotation.services.demographics import demographics_release_cut, demographics_submit
 from annotation.services.examples import example_add
 from annotation.services.lifecycle import questions_open
 from annotation.spec_section import annotation_settings
@@ -219,6 +219,9 @@ def audit_simulate(campaigns: list[Campaign], *, seed: int = 2026) -> dict[str, 
         examples = examples_add(campaign)
         demographics_simulated(campaign, people)
         answers = answers_simulated(campaign, people, rng)
+        # The first numbered demographics release (the release rule, docs/security.md): the report's
+        # annotators section and the researcher's aggregates read only releases.
+        demographics_release_cut(campaign=campaign, reason="demo: the simulated annotators")
         labels = machine_labels_simulated(campaign)
         summary[campaign.name] = {"answers": answers, "examples": examples, "machine_labels": labels}
     return summary
