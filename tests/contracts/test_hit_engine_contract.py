@@ -295,4 +295,17 @@ def test_adaptive_redundancy_scenario_gives_identical_answers_and_state(research
     final = runs["orm"]["state"]["questions"]
     real = [(required, assigned, completed) for _, assigned, completed, required, gold in final if not gold]
     assert all(2 <= required <= 4 and assigned == completed == required for required, assigned, completed in real)
-    assert {required for required, _, _ in real} >= {2, 3} or {required for required, _, _ in real} >= {2, 4}
+    # Which questions grow depends on who answered them first (each annotator's own question order
+    # hashes ids, which differ with the tests run before): check the rule on every question instead
+    # of a count. Two agreeing first answers settle it at 2; a split first pair makes it grow.
+    arrivals: dict[int, list[tuple[int, str]]] = {}
+    for question, _, hit_order, choice, *_ in runs["orm"]["state"]["answers"]:
+        arrivals.setdefault(question, []).append((hit_order, choice))
+    for pk, _, _, required, gold in final:
+        firsts = [choice for _, choice in sorted(arrivals.get(pk, []))[:2]]
+        if gold or len(firsts) < 2:
+            continue
+        if firsts[0] == firsts[1]:
+            assert required == 2, (pk, firsts, required)
+        else:
+            assert required >= 3, (pk, firsts, required)
