@@ -15,6 +15,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from common.inputs import BodyError, brief
+from common.numbers import number
+
 from .countries import COUNTRIES
 
 FIELDS = ("gender", "age_band", "country")
@@ -132,10 +135,12 @@ def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
 
 
 def validate_pay_floor(raw: Any, p: Any) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1000:
-        p.add("annotation.pay_floor_usd_per_hour", f"must be a number between 0 and 1000, got {raw!r}")
+    value = None if isinstance(raw, bool) or not isinstance(raw, (int, float)) else raw  # text is not a number here
+    try:
+        return number(value, field="annotation.pay_floor_usd_per_hour", kind="float", minimum=0, maximum=1000)
+    except BodyError:
+        p.add("annotation.pay_floor_usd_per_hour", f"must be a number between 0 and 1000, got {brief(raw)}")
         return DEFAULT_PAY_FLOOR
-    return float(raw)
 
 
 def _field_error(field: str, value: Any, vocabulary: Mapping[str, str]) -> str | None:
