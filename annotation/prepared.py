@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.utils import CursorDebugWrapper
 from psycopg import pq
 
@@ -41,10 +41,11 @@ class _DebugCursor(CursorDebugWrapper):
 
 def run(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """Execute one statement in the current transaction; its rows (none for a write without RETURNING)."""
-    connection.ensure_connection()
-    raw = _PreparedCursor(connection.connection)
+    db = connections[DEFAULT_DB_ALIAS]  # `connection` itself, looked up once (each attribute of the proxy is a lookup)
+    db.ensure_connection()
+    raw = _PreparedCursor(db.connection)
     # make_cursor wraps a DB-API cursor (django-stubs type it as taking Django's own wrapper).
-    cur = _DebugCursor(raw, connection) if connection.queries_logged else connection.make_cursor(raw)  # type: ignore[arg-type]
+    cur = _DebugCursor(raw, db) if db.queries_logged else db.make_cursor(raw)  # type: ignore[arg-type]
     with cur:
         cur.execute(sql, params)
         # Rows only when the statement returned some (psycopg's `description` would build a Column
