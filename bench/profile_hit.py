@@ -32,6 +32,7 @@ def main() -> None:
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--lines", type=int, default=40)
     parser.add_argument("--questions", type=int, default=30000)
+    parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
     args = parser.parse_args()
     os.environ.update(BENCH_TRIVIAL_ENDPOINT="1", ALLOWED_HOSTS="127.0.0.1,localhost",
                       THROTTLE_ANNOTATOR="10000000/minute", THROTTLE_ANON="10000000/minute", CONN_MAX_AGE="600")
@@ -87,6 +88,8 @@ def main() -> None:
     print(f"CPU per cycle under the profiler: {(time.process_time() - cpu) / args.cycles * 1000:.2f} ms")
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.lines)
+    if args.save:
+        profile.dump_stats(args.save)
     print(out.getvalue())
     run, spent = prepared.run, collections.defaultdict(list)
 

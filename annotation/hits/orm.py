@@ -135,7 +135,8 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     items = items_of(assignment)
     parsed, digest, early = rules.submit_check(
         assignment_id=assignment.pk, status=assignment.status, digest=assignment.submission_digest,
-        submitted_at=assignment.submitted_at, reward=assignment.reward, items=items, answers=answers)
+        submitted_at=assignment.submitted_at, reward=assignment.reward, items=items, answers=answers,
+        blind=annotation_settings(assignment.campaign) if annotator.is_link_account else None)
     if early is not None:
         return early, True
     released = rules.released(items)

@@ -228,7 +228,8 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     items = [Item(*row) for row in items_json or []]
     parsed, digest, early = rules.submit_check(assignment_id=assignment_id, status=status, digest=digest0,
                                                submitted_at=submitted_at, reward=reward0, items=items,
-                                               answers=answers)
+                                               answers=answers,
+                                               blind=settings_of(kind, section) if annotator.is_link_account else None)
     if early is not None:
         return early, True
     released = rules.released(items)
