@@ -48,6 +48,11 @@ def run(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     cur = _DebugCursor(raw, db) if db.queries_logged else db.make_cursor(raw)  # type: ignore[arg-type]
     with cur:
         cur.execute(sql, params)
+        # The connection just answered: Django's once-per-request health check (CONN_HEALTH_CHECKS, a
+        # `SELECT 1` round trip at the request's first transaction or ORM cursor) has nothing left to
+        # learn. A token-authenticated request's first statement is this one (the token lookup), which
+        # ran before that check anyway; a dead connection fails it and is closed at the request's end.
+        db.health_check_done = True
         # Rows only when the statement returned some (psycopg's `description` would build a Column
         # object per column on every call just to answer that: ~7% of a HIT cycle's CPU).
         result = raw.pgresult
