@@ -280,8 +280,8 @@ def release_shrinks(previous: Mapping[str, Mapping[str, int]], sizes: Mapping[st
         cells_before: dict[str, int] = {}
         for g in set(now) | set(before):
             cell = OTHER if g in merged else g
-            cells_now[cell] = cells_now.get(cell, 0) + int(now.get(g, 0))
-            cells_before[cell] = cells_before.get(cell, 0) + int(before.get(g, 0))
+            cells_now[cell] = cells_now.get(cell, 0) + now.get(g, 0)
+            cells_before[cell] = cells_before.get(cell, 0) + before.get(g, 0)
         if any(cells_now[c] < cells_before[c] for c in cells_now):
             out.append(field)
     return out

@@ -90,7 +90,7 @@ def release_answers(*, campaign_id: int) -> tuple[dict[str, Any] | None, dict[in
 
 
 def _nonzero(sizes: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    return {f: {g: int(n) for g, n in by.items() if n} for f, by in sizes.items()}
+    return {f: {g: n for g, n in by.items() if n} for f, by in sizes.items()}
 
 
 def raw_sizes(members: list[int], answers: dict[int, dict[str, Any]]) -> dict[str, dict[str, int]]:

@@ -242,7 +242,8 @@ def hit_compose(rows: Sequence[Candidate], *, pst: bool, k: int, gold_rate: floa
 
 
 def question_payload(row: Candidate, *, image_url: ImageUrl) -> QuestionPayload:
-    return {"id": row.id, "image_url": image_url(web_file=row.web_file, file=row.file, source_url=row.source_url),
+    # The web rendition, or the URL an image was registered by; never the stored original.
+    return {"id": row.id, "image_url": image_url(web_file=row.web_file, source_url="" if row.file else row.source_url),
             "text": row.text, "choices": row.choices, "family": example_family(row.family, row.setting)}
 
 

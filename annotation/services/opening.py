@@ -21,6 +21,7 @@ from django.db.models import Exists, OuterRef
 
 from campaigns.models import Campaign
 from common.budget import Estimate, budget_decide, worker_max_s
+from common.errors import ConflictError
 from common.tasks import task_send
 from generation.models import Image
 
@@ -62,6 +63,8 @@ def _building(campaign: Campaign, progress: float) -> dict[str, Any]:
 def campaign_open_request(*, campaign: Campaign) -> tuple[str, dict[str, Any]]:
     """("ready", {"id", "status", "questions_created", "questions"}) when opened in the request, or
     ("building", {"id", "status": "building", "progress"}) while a worker opens it (the API's 202)."""
+    if campaign.status == Campaign.Status.CLOSED:  # refused before any estimate, as questions_open does
+        raise ConflictError("The campaign is closed; it cannot be opened again.")
     running = open_progress(campaign)
     if running is not None:
         return "building", _building(campaign, running)

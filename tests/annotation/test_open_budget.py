@@ -87,3 +87,13 @@ def test_the_console_open_action_goes_through_the_budget(client: Any, researcher
     campaign.refresh_from_db()
     assert campaign.status != Campaign.Status.OPEN and opening.open_progress(campaign) == 0.0
     cache.delete(opening._claim_key(campaign))  # no worker ran in this test: its claim would outlive it
+
+
+def test_a_closed_campaign_is_refused_before_any_estimate(api: Any, researcher: Any, settings: Any,
+                                                          queued: list[tuple[str, list[Any]]]) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 3)
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CLOSED)
+    settings.REQUEST_WORK_BUDGET_S = 0  # even over the budget: a 409, never a 202 and a worker
+    resp = api.post(f"/api/campaigns/{campaign.pk}/open/")
+    assert resp.status_code == 409 and queued == []
