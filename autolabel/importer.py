@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation.families import attribute_family
 from annotation.models import Question
 from annotation.services.derived import revision_bump
 from campaigns.models import Campaign
@@ -92,7 +93,7 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
             if "slot" in row:
                 candidates = [q for q in candidates if q.slot == str(row["slot"])]
             if "attribute" in row:
-                candidates = [q for q in candidates if q.family == f"attribute:{row['attribute']}"]
+                candidates = [q for q in candidates if q.family == attribute_family(str(row["attribute"]))]
             if "family" in row:
                 candidates = [q for q in candidates if q.family == str(row["family"])]
             if len(candidates) == 1:

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.spec import PST
 from common.errors import ApplicationError, ConflictError
 from common.tasks import task_send
 
@@ -155,7 +156,7 @@ def campaign_references_upload(*, campaign: Campaign, data: bytes) -> dict[str, 
     if campaign.status == Campaign.Status.CLOSED:
         raise ConflictError("The campaign is closed: its references can no longer be changed.",
                             errors={"status": ["closed"]})
-    if campaign.kind != "pst":
+    if campaign.kind != PST:
         raise ApplicationError("References (%F per identity) apply to PST campaigns only.",
                                errors={"file": ["this is not a PST campaign"]})
     uploaded, errors = parse_references_csv(data)

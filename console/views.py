@@ -13,12 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors as annotation_selectors
-from annotation.families import campaign_families, family_choices
+from annotation.families import design_example_families, family_choices
 from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition, questions_open
 from annotation.services.quality import enrollment_action
 from annotation.spec_section import DEFAULT_INSTRUCTIONS, DEFAULT_QUESTIONS, DEFAULT_SETTING_INSTRUCTIONS
 from autolabel.selectors import machine_labellers
+from campaigns.models import Campaign
 from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
@@ -134,10 +135,10 @@ def campaign_detail_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         "actions": [(a, ACTIONS[a]) for a in ctx["step"]["actions"]],
         "work_url": request.build_absolute_uri(f"/work/{campaign.pk}/"),
         "questions_per_image": selectors.questions_per_image(campaign),
-        "polling": campaign.status in ("generating", "open"),
+        "polling": campaign.status in (Campaign.Status.GENERATING, Campaign.Status.OPEN),
         "spec_json": json.dumps(campaign.spec, indent=2, ensure_ascii=False),
         # Fair pay (annotation/pay.py): one query, once annotation has started.
-        "pay": campaign_pay(campaign=campaign) if campaign.status in ("open", "paused", "closed") else None,
+        "pay": campaign_pay(campaign=campaign) if campaign.status in (Campaign.Status.OPEN, Campaign.Status.PAUSED, Campaign.Status.CLOSED) else None,
     })
 
 
@@ -185,7 +186,7 @@ def image_grid_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "campaign": campaign, "page": page, "cards": cards, "nav": "campaigns", "filters": filters,
         "options": selectors.filter_options(campaign), "query": query,
         "cards_json": {str(c["id"]): c for c in cards},
-        "editable": campaign.status != "closed",
+        "editable": campaign.status != Campaign.Status.CLOSED,
         "example_setup": _example_setup(campaign),
     })
 
@@ -193,7 +194,7 @@ def image_grid_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def _example_setup(campaign: Any) -> dict[str, Any]:
     """What the grid's "use as example" form needs: the campaign's example families, their answers,
     and the examples already chosen, by image (uploads are listed under "uploads")."""
-    families = campaign_families(campaign.kind, campaign.spec)
+    families = design_example_families(campaign.kind, campaign.spec)
     by_image: dict[str, list[dict[str, Any]]] = {}
     for e in annotation_selectors.examples_list(campaign=campaign):
         by_image.setdefault(str(e["image"]) if e["image"] else "uploads", []).append(

@@ -26,6 +26,7 @@ from django.utils import timezone
 from annotation.models import Assignment, Question
 from annotation.services.answers import ImportedHit, answers_import, mturk_annotators_ensure, rows_insert
 from campaigns.models import Campaign
+from campaigns.spec import GEP
 from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError
 from common.inputs import BodyError
@@ -79,9 +80,9 @@ class BatchResult:
 
 def _mapping(raw: Mapping[str, Any] | None, campaign: Campaign) -> dict[str, Any]:
     if raw is None:
-        return dict(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING)
+        return dict(GEP_PAPER_MAPPING if campaign.kind == GEP else PST_SINGLE_MAPPING)
     errors: dict[str, list[str]] = {}
-    out = {**(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING), **raw}
+    out = {**(GEP_PAPER_MAPPING if campaign.kind == GEP else PST_SINGLE_MAPPING), **raw}
     if not isinstance(out.get("slots"), int) or not 1 <= out["slots"] <= 100:
         errors["mapping.slots"] = ["must be an integer between 1 and 100"]
     # common.templates: column names with {k} only, no format spec ({k:>100000000}), at most 200 characters.

@@ -27,6 +27,7 @@ from annotation.services.lifecycle import questions_open
 from annotation.spec_section import annotation_settings
 from autolabel.importer import machine_labels_import
 from campaigns.models import Campaign
+from campaigns.spec import PST
 from common.csvsafe import csv_writer
 from generation.models import Image
 from generation.services import generation_start
@@ -70,7 +71,7 @@ def truth(question: Question, campaign: Campaign, rng: random.Random) -> str:
     """What the simulated image shows for this question (seeded per question)."""
     local = random.Random(f"{campaign.seed}-{question.image_id}-{question.slot}")
     meta = question.metadata or {}
-    if campaign.kind == "pst":
+    if campaign.kind == PST:
         bias = MODEL_BIAS.get(campaign.name, {}).get(question.setting, 0.6)
         if local.random() < 0.06:
             return CANNOT

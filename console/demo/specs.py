@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.spec import PAIRED, SINGLE
+
 DEMO_USERS = {
     "admin": {"password": "admin-demo-2026", "staff": True, "superuser": True},
     "researcher": {"password": "researcher-demo-2026", "staff": False, "superuser": False},
@@ -35,7 +37,7 @@ _ANNOTATION: dict[str, Any] = {
 
 def _pst(name: str, seed: int, description: str) -> dict[str, Any]:
     return {"name": name, "kind": "pst", "seed": seed, "description": description,
-            "design": {"settings": ["single", "paired"], "samples": {"single": 6, "paired": 2},
+            "design": {"settings": [SINGLE, PAIRED], "samples": {"single": 6, "paired": 2},
                        "identities": {"groups": _GROUPS}},
             "references": [_REFERENCE],
             "annotation": _ANNOTATION,

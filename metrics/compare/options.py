@@ -17,13 +17,13 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from campaigns.spec import ALL_SETTINGS
 from common.errors import ApplicationError
 
 TESTS = ("none", "permutation")
 DEFAULT_DRAWS = 10_000
 DEFAULT_SEED = 20_240_601
 MAX_SEED = 2**31 - 1
-ALL_SETTINGS = ("single", "paired", "intervention", "neutral", "explicit")
 
 
 def max_draws() -> int:

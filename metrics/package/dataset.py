@@ -37,6 +37,7 @@ from django.apps import apps
 
 from annotation.models import Enrollment
 from campaigns.models import Campaign
+from campaigns.spec import GEP_SETTINGS, PST, PST_SETTINGS
 from generation.models import Image
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
@@ -243,13 +244,13 @@ def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answe
              f"- Krippendorff's alpha (nominal): {agreement.get('krippendorff_alpha')}",
              f"- Fleiss' kappa: {agreement.get('fleiss_kappa')}; percent agreement: {agreement.get('percent_agreement')}",
              "", "## Headline scores (report.json, default options)", ""]
-    if campaign.kind == "pst":
-        for s in ("single", "paired", "intervention"):
+    if campaign.kind == PST:
+        for s in PST_SETTINGS:
             if s in report.get("pst", {}):
                 sec = report["pst"][s]
                 lines.append(f"- STS {s}: {sec['overall']} (95% CI {sec.get('overall_ci')})")
     else:
-        for s in ("neutral", "explicit"):
+        for s in GEP_SETTINGS:
             if s in report.get("gep", {}):
                 sec = report["gep"][s]
                 lines.append(f"- GEP score {s}: {sec['score']} (95% CI {sec.get('score_ci')})")

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
+from campaigns.spec import GEP_SETTINGS, PST, PST_SETTINGS
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
 from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
 from metrics.core.significance import holm
@@ -43,9 +44,6 @@ from .gep import gep_section
 from .labels import question_labels
 from .pst import pst_section
 from .report import register_section
-
-PST_SETTINGS = ("single", "paired", "intervention")
-GEP_SETTINGS = ("neutral", "explicit")
 
 
 def _f(x: Any) -> float | None:
@@ -58,7 +56,7 @@ def _f(x: Any) -> float | None:
 def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
     """(settings of the headline in order, metric keys: `sts_<setting>` / `gep_<setting>`)."""
     present = set(data.q_setting.tolist())
-    if data.campaign.kind == "pst":
+    if data.campaign.kind == PST:
         settings = [s for s in PST_SETTINGS if s in present]
         return settings, [f"sts_{s}" for s in settings]
     settings = [s for s in GEP_SETTINGS if s in present]
@@ -67,7 +65,7 @@ def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
 
 def _statistic(data: CampaignData, options: ReportOptions, settings: list[str]) -> Any:
     spec = data.campaign.spec
-    if data.campaign.kind == "pst":
+    if data.campaign.kind == PST:
         stereotype_of = {g["name"]: g["stereotype"] for g in spec["design"]["identities"]["groups"]}
         stereotypes = np.array([stereotype_of.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
         headline = pst_headline(data.choices, stereotypes, data.q_setting, settings, options.treatment,  # type: ignore[arg-type]
@@ -92,7 +90,7 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     group_options = dataclasses.replace(options, aggregation="majority", n_perm=0)
     labels, ties = question_labels(sub, group_options)
     headline: dict[str, Any] = {}
-    if data.campaign.kind == "pst":
+    if data.campaign.kind == PST:
         with warnings.catch_warnings():  # a group whose every label is undetermined: NaN figures, said so
             warnings.simplefilter("ignore", RuntimeWarning)
             section = pst_section(sub, labels, ties, group_options, seed)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from campaigns import presets
+from campaigns.spec import INTERVENTION, PAIRED, PST_SETTINGS, SINGLE
 from metrics.core import pst
 from metrics.core.uncertainty import permutation_test_sts_studentized
 from metrics.extract.data import CampaignData
@@ -66,14 +67,14 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                            "identity_groups": {i: g["name"] for g in groups_spec for i in g["identities"]}}
     setting_rows: dict[str, np.ndarray] = {}
     templates = template_column(data)
-    for setting in ("single", "paired", "intervention"):
+    for setting in PST_SETTINGS:
         mask = data.q_setting == setting
         if not mask.any():
             continue
         setting_rows[setting] = mask
         runs = data.q_meta["sample_index"][mask]
         # STS per run for any setting with more than one sample (and always for single, PST Table 13).
-        use_runs = setting == "single" or np.unique(runs).size > 1
+        use_runs = setting == SINGLE or np.unique(runs).size > 1
         section = _pst_setting(identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask],
                                runs if use_runs else None, options, seed)
         names = template_labels(templates[mask])
@@ -87,7 +88,7 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             section["template_mean"] = template_mean(section["by_template"], ("overall",),
                                                      ("micro", "groups", "percent_feminine"))
         out[setting] = section
-        if setting == "single":  # the unified VLM paper's design: one person per image of an identity
+        if setting == SINGLE:  # the unified VLM paper's design: one person per image of an identity
             balance = guarded("pst.gender_balance.single", lambda mask=mask: gender_balance(  # type: ignore[misc]
                 images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
                 confidence=options.confidence, seed=seed))
@@ -103,7 +104,7 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     out["excluded"]["images_excluded_by_researcher"] = data.counts.get("images_excluded", 0)
     out["excluded"]["treatment"] = ("counted as -1 (paper formula)" if options.treatment == "paper"
                                     else "left out of every mean")
-    if "single" in out and "paired" in out:
+    if SINGLE in out and PAIRED in out:
         single, paired = out["single"], out["paired"]
         gap: dict[str, Any] = {
             "overall": _sub(paired["overall"], single["overall"]),
@@ -120,14 +121,14 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         if options.n_perm > 0:
             both = setting_rows["single"] | setting_rows["paired"]
             perm = permutation_test_sts_studentized(
-                data.q_image[both], (data.q_setting[both] == "paired").astype(int), labels[both], stereotypes[both],
+                data.q_image[both], (data.q_setting[both] == PAIRED).astype(int), labels[both], stereotypes[both],
                 options.treatment, n_perm=options.n_perm, seed=seed)
             gap["permutation_test"] = {
                 "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
                 "null": "setting label exchangeable over images",
                 "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
         out["gap"] = gap
-    if "paired" in setting_rows and "intervention" in setting_rows:
+    if PAIRED in setting_rows and INTERVENTION in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
                        "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
         analysis = guarded("pst.intervention_analysis", lambda: intervention_section(

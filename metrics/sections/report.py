@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from campaigns.spec import PST
 from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
@@ -88,7 +89,7 @@ def _report_sections(data: CampaignData, options: ReportOptions,
                    "questions_labelled": int((labels != "").sum())},
         "agreement": _agreement_block(data),
     }
-    if campaign.kind == "pst":
+    if campaign.kind == PST:
         pst_part = guarded("pst", lambda: pst_section(data, labels, ties, options, seed))
         if pst_part is not None:
             report["pst"] = pst_part
