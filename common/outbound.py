@@ -105,15 +105,6 @@ def _origin(url: str) -> _Origin:
     return _Origin(scheme, host, port or _DEFAULT_PORTS[scheme], parts.path or "/")
 
 
-def normalise_base(base: str) -> str:
-    """A base URL in the canonical form allow-lists compare: scheme://host[:port]/path without a
-    trailing slash (default ports left out)."""
-    o = _origin(base)
-    port = "" if o.port == _DEFAULT_PORTS[o.scheme] else f":{o.port}"
-    host = f"[{o.host}]" if ":" in o.host else o.host
-    return f"{o.scheme}://{host}{port}{o.path.rstrip('/')}"
-
-
 def under_base(url: str, bases: Iterable[str]) -> bool:
     """Whether `url` lies under one of `bases`: same scheme, host and port, and a path equal to the
     base's path or below it at a segment boundary (``/v1`` admits ``/v1/x``, not ``/v10``)."""

@@ -93,15 +93,6 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
     return annotator_for_platform(kind=platform, field=field, external_id=external_id)
 
 
-def mturk_annotator(*, worker_id: str) -> Annotator:
-    """The annotator behind an MTurk worker id (username `mturk-<id>`, as the batch importer uses)."""
-    return crowd_annotator(platform=Annotator.Kind.MTURK, external_id=worker_id)[0]
-
-
-def prolific_annotator(*, pid: str) -> Annotator:
-    return crowd_annotator(platform=Annotator.Kind.PROLIFIC, external_id=pid)[0]
-
-
 # ------------------------------------------------------------------------------------ MTurk HITs
 def _submitted(assignment: Assignment) -> dict[str, Any]:
     return {"id": assignment.pk, "status": assignment.status, "submitted_at": assignment.submitted_at,

@@ -81,11 +81,6 @@ def pipeline_get(*, model: str, revision: str | None, dtype: str, safety_checker
         return pipe
 
 
-def pipeline_cache_clear() -> None:
-    with _LOCK:
-        _PIPELINES.clear()
-
-
 def scheduler_set(pipe: Any, name: str | None) -> str:
     """Use the scheduler class `name` (e.g. `DPMSolverMultistepScheduler`) built from the model's
     own scheduler config; None keeps the model's default. Returns the class name in use."""
