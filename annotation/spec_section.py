@@ -66,7 +66,11 @@ def default_hit_size(kind: str) -> int:
 
 
 def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Normalise the `annotation` section: fill defaults, record a problem per bad field."""
+    """Normalise the `annotation` section: fill defaults, record a problem per bad field.
+
+    Long because it is one check per documented key of the section (docs/annotation.md), in the
+    documented order, each adding its problem and writing its default: splitting it would scatter one
+    public contract over helpers that share the collector and the half-built result."""
     kind = spec.get("kind") if isinstance(spec, Mapping) else None
     kind = kind if kind in KINDS else GEP
     if is_missing(raw) or raw is None:

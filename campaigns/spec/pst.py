@@ -173,6 +173,11 @@ def _pst_power(value: Any, seed: int, path: str, p: Problems) -> dict[str, Any]:
 
 
 def _normalize_pst(design: Mapping[str, Any], seed: int, p: Problems) -> dict[str, Any]:
+    """The PST `design` section, normalised: every default written out, every problem recorded.
+
+    Long because it walks the documented PST design keys (docs/spec.md) in order and later keys
+    depend on earlier ones (settings decide samples and templates; the aspect decides identities):
+    one reading of the section, like its documentation."""
     path = "design"
     _check_keys(design, _PST_DESIGN_KEYS, path, p)
     aspect = design.get("aspect", "occupation")

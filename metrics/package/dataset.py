@@ -212,6 +212,10 @@ def _machine_labels(campaign: Campaign) -> pa.Table | None:
 
 def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answers: int, has_machine: bool,
           demographics: str = "none") -> str:
+    """The dataset card (README.md of the package, Hugging Face front matter + Markdown).
+
+    Long because it is one document written as data, section after section; splitting it would
+    scatter one text over helpers with no logic of their own."""
     spec = campaign.spec
     design = spec.get("design") or {}
     license_ = ((spec.get("dataset") or {}).get("license")) or DEFAULT_LICENSE

@@ -55,6 +55,34 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
 _NOT_PER_TEMPLATE = ("treatment", "counts", "without_undetermined", "paper_formula")
 
 
+def _pst_gap(data: CampaignData, out: dict[str, Any], setting_rows: dict[str, np.ndarray], identities: np.ndarray,
+             labels: np.ndarray, stereotypes: np.ndarray, options: ReportOptions, seed: int) -> dict[str, Any]:
+    """Paired minus single STS (overall, per identity, per group), with its intervals and permutation test."""
+    single, paired = out["single"], out["paired"]
+    gap: dict[str, Any] = {
+        "overall": _sub(paired["overall"], single["overall"]),
+        "micro": {k: _sub(v, single["micro"].get(k)) for k, v in paired["micro"].items() if k in single["micro"]},
+        "groups": {k: _sub(v, single["groups"].get(k)) for k, v in paired["groups"].items()
+                   if k in single["groups"]},
+    }
+    if options.n_boot > 0:
+        rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
+                       "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
+        gap.update(pst_gap_intervals(paired=rows["paired"], single=rows["single"], groups=out["identity_groups"],
+                                     treatment=options.treatment, n_boot=options.n_boot,
+                                     confidence=options.confidence, seed=seed))
+    if options.n_perm > 0:
+        both = setting_rows["single"] | setting_rows["paired"]
+        perm = permutation_test_sts_studentized(
+            data.q_image[both], (data.q_setting[both] == PAIRED).astype(int), labels[both], stereotypes[both],
+            options.treatment, n_perm=options.n_perm, seed=seed)
+        gap["permutation_test"] = {
+            "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
+            "null": "setting label exchangeable over images",
+            "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
+    return gap
+
+
 def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
                 seed: int) -> dict[str, Any]:
     spec = data.campaign.spec
@@ -105,29 +133,7 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     out["excluded"]["treatment"] = ("counted as -1 (paper formula)" if options.treatment == "paper"
                                     else "left out of every mean")
     if SINGLE in out and PAIRED in out:
-        single, paired = out["single"], out["paired"]
-        gap: dict[str, Any] = {
-            "overall": _sub(paired["overall"], single["overall"]),
-            "micro": {k: _sub(v, single["micro"].get(k)) for k, v in paired["micro"].items() if k in single["micro"]},
-            "groups": {k: _sub(v, single["groups"].get(k)) for k, v in paired["groups"].items()
-                       if k in single["groups"]},
-        }
-        if options.n_boot > 0:
-            rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
-                           "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
-            gap.update(pst_gap_intervals(paired=rows["paired"], single=rows["single"], groups=out["identity_groups"],
-                                         treatment=options.treatment, n_boot=options.n_boot,
-                                         confidence=options.confidence, seed=seed))
-        if options.n_perm > 0:
-            both = setting_rows["single"] | setting_rows["paired"]
-            perm = permutation_test_sts_studentized(
-                data.q_image[both], (data.q_setting[both] == PAIRED).astype(int), labels[both], stereotypes[both],
-                options.treatment, n_perm=options.n_perm, seed=seed)
-            gap["permutation_test"] = {
-                "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
-                "null": "setting label exchangeable over images",
-                "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
-        out["gap"] = gap
+        out["gap"] = _pst_gap(data, out, setting_rows, identities, labels, stereotypes, options, seed)
     if PAIRED in setting_rows and INTERVENTION in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
                        "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
