@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import DataError, transaction
@@ -87,7 +87,7 @@ def _jsonl(rows: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> bytes:
 def campaign_export(*, campaign: Campaign) -> bytes:
     """The campaign's full archive (see the module docstring), as zip bytes."""
     pseudonyms: dict[int, str] = {}
-    annotators = []
+    annotators: list[dict[str, Any]] = []
     for index, e in enumerate(Enrollment.objects.filter(campaign=campaign).order_by("pk"), start=1):
         pseudonyms[e.annotator_id] = f"annotator-{index}"
         annotators.append({"id": pseudonyms[e.annotator_id], "status": e.status, "status_reason": e.status_reason,
@@ -174,7 +174,7 @@ def _lines(zf: SafeZip, name: str) -> list[dict[str, Any]]:
     most ARCHIVE_MAX_ROWS of them."""
     if not zf.exists(name):
         raise _bad(f"{name} is missing")
-    rows = []
+    rows: list[dict[str, Any]] = []
     max_rows = _limit("ARCHIVE_MAX_ROWS")
     try:
         for number_, row in json_lines(zf.lines(name, limit=_limit("ARCHIVE_MAX_MEMBER_BYTES"), max_line=MAX_LINE_BYTES),
@@ -397,7 +397,7 @@ def _examples_create(campaign: Campaign, zf: SafeZip, image_ids: dict[int, int])
 
 
 @transaction.atomic
-def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campaign:
+def campaign_import(*, owner: User, data: bytes | BinaryIO) -> Campaign:
     """Create a new campaign from an archive (see the module docstring). All or nothing: one
     transaction holds every member's rows, written in dependency order by the helpers above."""
     try:

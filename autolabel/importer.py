@@ -129,7 +129,7 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         if problems:
             errors.setdefault(f"rows.{line}", []).extend(f"row {line}: {p}" for p in problems)
             continue
-        assert question is not None
+        assert question is not None and choice is not None  # both checked above (a problem otherwise)
         seen[question.pk] = line
         labels.append(MachineLabel(campaign=campaign, question=question, labeller=labeller, choice=choice,
                                    score=score, model=model, params={"import": name[:200], "row": line}))

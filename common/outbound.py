@@ -176,7 +176,7 @@ class _GuardedBackend(httpcore.SyncBackend):
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as exc:
             raise httpcore.ConnectError(f"cannot resolve {clip(host, 100)}: {clip(exc, 100)}") from None
-        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         for address in addresses:  # every answer must pass: a mixed answer is refused whole
             reason = address_refusal(address)
             if reason:
@@ -197,7 +197,7 @@ class _AddressRefused(httpcore.ConnectError):
 def _transport() -> httpx.HTTPTransport:
     transport = httpx.HTTPTransport(trust_env=False, retries=0)
     # httpx builds its httpcore pool without a way to name the network backend; set it on the pool.
-    transport._pool._network_backend = _GuardedBackend()  # type: ignore[attr-defined]
+    transport._pool._network_backend = _GuardedBackend()
     return transport
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -55,6 +56,14 @@ IMAGES_PER_PAGE = 48
 REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "source")
 
 
+
+def _signed_in(request: HttpRequest) -> User:
+    """The researcher of a console page (every page is behind the researcher login)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise PermissionError("a console page needs a signed-in researcher")
+    return user
+
 def _errors(exc: ApplicationError) -> list[tuple[str, str]]:
     """(dotted path, message) pairs of an application error, for the error list."""
     out = [(path, msg) for path, msgs in exc.errors.items() for msg in msgs]
@@ -86,7 +95,7 @@ def campaign_new_view(request: HttpRequest) -> HttpResponse:
                 if not spec_text.strip():
                     raise ApplicationError("Write a spec or upload a spec file.", errors={"spec": ["required"]})
                 spec = spec_load_text(spec_text)
-            campaign = campaign_create(owner=request.user, spec=spec)
+            campaign = campaign_create(owner=_signed_in(request), spec=spec)
         except ApplicationError as exc:
             errors = _errors(exc)
         else:

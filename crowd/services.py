@@ -8,7 +8,7 @@ replace it with a stub and nothing ever reaches Amazon.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -101,7 +101,7 @@ def _submitted(assignment: Assignment) -> dict[str, Any]:
 
 @transaction.atomic
 def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_id: Any, hit_id: Any
-                          ) -> tuple[dict[str, Any] | None, bool]:
+                          ) -> tuple[Mapping[str, Any] | None, bool]:
     """The product HIT of an MTurk assignment: one MTurk assignment = one product Assignment.
 
     The same assignmentId always gives the same product HIT (a reload while it is leased, or after

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from common.errors import ApplicationError
+from metrics.core.gep import GepTiePolicy
+from metrics.core.pst import Treatment
 
 TREATMENTS = ("paper", "excluded")
 GEP_TIE_POLICIES = ("absent", "present", "exclude")
@@ -75,8 +77,8 @@ def _raise(errors: dict[str, list[str]]) -> None:
 class ReportOptions:
     """Options of one report. Constructing one validates it (ApplicationError naming each bad field)."""
 
-    treatment: str = "paper"
-    gep_tie_policy: str = "absent"
+    treatment: Treatment = "paper"
+    gep_tie_policy: GepTiePolicy = "absent"
     aggregation: str = "majority"
     n_boot: int = 1000
     confidence: float = 0.95

@@ -91,10 +91,9 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
         raise ConflictError("The campaign is closed; it cannot be opened again.")
     cfg = annotation_settings(campaign)
     phrases = attribute_phrases(campaign)
-    images = (Image.objects.filter(campaign=campaign, status=Image.Status.DONE, excluded=False)
-              .filter(~Exists(Question.objects.filter(image=OuterRef("pk"))))
-              .select_related("prompt").order_by("pk"))
-    images = list(images)
+    images = list(Image.objects.filter(campaign=campaign, status=Image.Status.DONE, excluded=False)
+                  .filter(~Exists(Question.objects.filter(image=OuterRef("pk"))))
+                  .select_related("prompt").order_by("pk"))
     # Gates (campaigns.registry): e.g. the spec's autolabel.human_sample opens only a sample of the
     # images to humans; the others' questions get required = 0 (never offered in a HIT).
     open_ids: set[int] | None = None

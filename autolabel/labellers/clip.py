@@ -190,7 +190,7 @@ def _ensemble(name: str, revision: str, phrase: str, genders: tuple[str, ...], c
 
 def _contexts(ctx: LabelContext) -> list[str]:
     design = ctx.campaign.spec.get("design", {})
-    return [c.get("phrase", c.get("name")) for c in design.get("contexts", []) if isinstance(c, dict)]
+    return [str(c.get("phrase", c.get("name"))) for c in design.get("contexts", []) if isinstance(c, dict)]
 
 
 def clip_cls_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResult]:

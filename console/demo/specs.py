@@ -2,11 +2,18 @@
 and labeller), and shaped so that every report section has data."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from campaigns.spec import PAIRED, SINGLE
 
-DEMO_USERS = {
+
+class DemoUser(TypedDict):
+    password: str
+    staff: bool
+    superuser: bool
+
+
+DEMO_USERS: dict[str, DemoUser] = {
     "admin": {"password": "admin-demo-2026", "staff": True, "superuser": True},
     "researcher": {"password": "researcher-demo-2026", "staff": False, "superuser": False},
 }

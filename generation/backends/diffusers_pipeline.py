@@ -127,7 +127,7 @@ class DiffusersBackend:
         call: dict[str, Any] = {
             "prompt": [item.prompt for item in items],
             "num_inference_steps": int(params.get("steps") or 50),
-            "guidance_scale": float(params.get("guidance") if params.get("guidance") is not None else 7.5),
+            "guidance_scale": float(params["guidance"] if params.get("guidance") is not None else 7.5),
             "generator": generators,
             "output_type": "pil",
         }

@@ -68,12 +68,12 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str]) 
     if data.campaign.kind == PST:
         stereotype_of = {g["name"]: g["stereotype"] for g in spec["design"]["identities"]["groups"]}
         stereotypes = np.array([stereotype_of.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
-        headline = pst_headline(data.choices, stereotypes, data.q_setting, settings, options.treatment,  # type: ignore[arg-type]
+        headline = pst_headline(data.choices, stereotypes, data.q_setting, settings, options.treatment,
                                 unit="answer")
     else:
         genders = [g["name"] for g in spec["design"]["genders"]]
         headline = gep_headline(data.choices, data.q_meta["gender"], data.q_meta["attribute"], data.q_setting,
-                                settings, genders[:2], options.gep_tie_policy, unit="answer")  # type: ignore[arg-type]
+                                settings, genders[:2], options.gep_tie_policy, unit="answer")
 
     def stat(counts: np.ndarray) -> np.ndarray:
         return np.concatenate([headline(counts), alpha_stat(counts)])
@@ -122,8 +122,8 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                         "annotators joined)"}
     min_group = max(options.min_group, int(release["min_group"]))  # raised, never lowered
     options = dataclasses.replace(options, min_group=min_group)
-    members = set(release["members"])
-    present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
+    released = set(release["members"])
+    present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in released], dtype=np.int64)
     answers_of = data.demographics
     stat = None  # built on the first permutation test (no named groups: no tests, no cost)
     out: dict[str, Any] = {
@@ -152,12 +152,12 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
         if options.n_perm > 0:
             for a, b in combinations(named, 2):
                 stat = stat or _statistic(data, options, settings)
-                t = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
-                                            members[b], stat, n_perm=options.n_perm, seed=seed)
+                res = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
+                                              members[b], stat, n_perm=options.n_perm, seed=seed)
                 for i, metric in enumerate(metric_keys):
-                    tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(t.a[i]),
-                                  "value_b": _f(t.b[i]), "difference": _f(t.difference[i]),
-                                  "p_value": _f(t.p_value[i]), "n_perm": t.n_perm})
+                    tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(res.a[i]),
+                                  "value_b": _f(res.b[i]), "difference": _f(res.difference[i]),
+                                  "p_value": _f(res.p_value[i]), "n_perm": res.n_perm})
             for metric in metric_keys:
                 family = [t for t in tests if t["metric"] == metric]
                 adjusted = holm([np.nan if t["p_value"] is None else t["p_value"] for t in family])

@@ -26,10 +26,10 @@ from metrics.core.planning import (
 )
 
 # The stated assumptions (what the papers report, and a plausible effect to plan for).
-PST_ASSUMPTION = {"kappa": 0.90, "kappa_source": "PST paper: Fleiss' kappa 0.88-0.92", "true_sts": 40.0,
+PST_ASSUMPTION: dict[str, Any] = {"kappa": 0.90, "kappa_source": "PST paper: Fleiss' kappa 0.88-0.92", "true_sts": 40.0,
                   "prevalence": 0.5, "icc_paired": 0.1,
                   "model": "symmetric binary annotator noise, majority of R, binomial variance x design effect"}
-GEP_ASSUMPTION = {"alpha": 0.81, "alpha_source": "GEP paper section 5: Krippendorff's alpha 0.81",
+GEP_ASSUMPTION: dict[str, Any] = {"alpha": 0.81, "alpha_source": "GEP paper section 5: Krippendorff's alpha 0.81",
                   "frequencies": {"neutral": {"first_gender": 0.10, "second_gender": 0.06},
                                   "explicit": {"first_gender": 0.65, "second_gender": 0.55}},
                   "model": "symmetric binary annotator noise, majority of R, independent attributes, normal "
@@ -44,7 +44,7 @@ CHOICES = {"pst": 3, "gep": 2}  # answer choices per question (the adaptive rule
 
 def _target(params: Any, name: str = "target_half_width") -> float | None:
     raw = params.get(name) if hasattr(params, "get") else None
-    if raw in (None, ""):
+    if raw is None or raw == "":
         return None
     try:
         value = float(raw)

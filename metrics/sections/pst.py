@@ -35,10 +35,10 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
         "percent_feminine": {k: _f(v) for k, v in main["percent_feminine"].items()},
         "counts": rep["counts"],
     }
-    boot = {"n_boot": options.n_boot, "confidence": options.confidence, "seed": seed}
     if runs is not None and images.size:
         out.update(pst_runs(images=images, runs=runs, labels=labels, stereotypes=stereotypes,
-                            treatment=options.treatment, **boot))
+                            treatment=options.treatment, n_boot=options.n_boot, confidence=options.confidence,
+                            seed=seed))
     out["without_undetermined" if options.treatment == "paper" else "paper_formula"] = {
         "treatment": "excluded" if options.treatment == "paper" else "paper",
         "overall": _f(other["overall"]),
@@ -48,7 +48,8 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
     }
     if options.n_boot > 0 and images.size:
         out.update(pst_setting_intervals(images=images, identities=identities, groups=groups, stereotypes=stereotypes,
-                                         labels=labels, treatment=options.treatment, **boot))
+                                         labels=labels, treatment=options.treatment, n_boot=options.n_boot,
+                                         confidence=options.confidence, seed=seed))
     return out
 
 

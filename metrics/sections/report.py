@@ -75,10 +75,10 @@ def report_from_data(data: CampaignData, options: ReportOptions,
 
 
 def _report_sections(data: CampaignData, options: ReportOptions,
-                     labels: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
+                     given: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
     campaign = data.campaign
     seed = report_seed(data, options)
-    labels, ties = question_labels(data, options) if labels is None else labels
+    labels, ties = question_labels(data, options) if given is None else given
     backend = campaign.spec.get("backend") or {}
     report: dict[str, Any] = {
         "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,

@@ -105,12 +105,12 @@ def _pst_rows(section: str, res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str, Any]:
     """Every test between side A and side B (a comparison of two campaigns, or of two settings)."""
-    kw = {"n_boot": co.draws, "n_perm": co.draws, "confidence": ro.confidence, "seed": co.seed}
+    kw: dict[str, Any] = {"n_boot": co.draws, "n_perm": co.draws, "confidence": ro.confidence, "seed": co.seed}
     rows: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     notes: dict[str, Any] = {}
     kind = a.data.campaign.kind
-    pairs = ([(a.setting, b.setting)] if a.setting else
+    pairs = ([(a.setting, b.setting)] if a.setting and b.setting else
              [(s, s) for s in (PST_SETTINGS if kind == PST else GEP_SETTINGS) if s in a.settings() & b.settings()])
     for sa, sb in pairs:
         section = f"{kind}.{sa}" if sa == sb else f"{kind}.{sa}-{sb}"

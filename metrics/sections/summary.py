@@ -103,7 +103,8 @@ def _pst(report: dict[str, Any], stereotype: str) -> tuple[list[str], list[str]]
         comparison.append(f"Paired minus single: {_fmt(gap['overall'])}{_ci(gap.get('overall_ci'))} STS points"
                           f"{tested}: {what}.")
     inter = (pst.get("intervention_analysis") or {}).get("all") or {}
-    diff = inter.get("difference") if isinstance(inter.get("difference"), dict) else {}
+    diff = inter.get("difference") if isinstance(inter.get("difference"), dict) else None
+    diff = diff or {}
     if _num(inter.get("intervention")) is not None:
         comparison.append(f"Fairness intervention: STS {_fmt(inter['intervention'])} with the intervention against "
                           f"{_fmt(inter.get('plain'))} without (difference {_fmt(diff.get('difference'))}"
