@@ -18,7 +18,7 @@ Built from `CampaignData` arrays only (no database: the extraction read everythi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from .gep import gep_section
 from .guard import guarded
 from .labels import LabelTable, label_table, question_labels
 from .pst import pst_section
+from .types import AgreementBlock, CampaignBlock
 from .values import num as _f
 
 # The names other modules import from here (the sections' own modules are the owners).
@@ -80,10 +81,11 @@ def _report_sections(data: CampaignData, options: ReportOptions,
     seed = report_seed(data, options)
     labels, ties = question_labels(data, options) if given is None else given
     backend = campaign.spec.get("backend") or {}
+    campaign_block: CampaignBlock = {
+        "id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,
+        "backend": backend.get("name"), "model": backend.get("model"), "synthetic": backend.get("name") == "placeholder"}
     report: dict[str, Any] = {
-        "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,
-                     "backend": backend.get("name"), "model": backend.get("model"),
-                     "synthetic": backend.get("name") == "placeholder"},
+        "campaign": campaign_block,
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
@@ -111,8 +113,8 @@ def _report_sections(data: CampaignData, options: ReportOptions,
     return report
 
 
-def _agreement_block(data: CampaignData) -> dict[str, Any]:
+def _agreement_block(data: CampaignData) -> AgreementBlock:
     sub, basis = agreement_data(data)
     if basis["note"]:
         warn("agreement", basis["note"])
-    return {**agreement_section(sub), **agreement_subsets(sub), "basis": basis}
+    return cast(AgreementBlock, {**agreement_section(sub), **agreement_subsets(sub), "basis": basis})
