@@ -40,6 +40,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .accounts import username_key
 from .clientaddr import client_address
+from .counters import window_incr
 from .inputs import BodyError, json_loads
 
 logger = logging.getLogger(__name__)
@@ -66,9 +67,7 @@ def _bucket(kind: str, address: str, window: int) -> tuple[str, int]:
 
 
 def _incr(key: str, timeout: int) -> int:
-    if cache.add(key, 1, timeout=timeout):
-        return 1
-    return int(cache.incr(key))
+    return window_incr(cache, key, timeout)  # one atomic round trip on Redis (common/counters.py)
 
 
 class Throttled(Exception):
@@ -184,7 +183,8 @@ def login_username(request: HttpRequest) -> str | None:
     normalised once (Django's `request.content_type`: parameters dropped, lower case, so
     `Application/JSON; Charset=UTF-8` is JSON as it is for DRF's parsers), JSON through the input
     rules, every other type as a form. Every login path's throttle reads the name through here."""
-    if request.content_type == "application/json" or request.content_type.endswith("+json"):
+    content_type = request.content_type or ""
+    if content_type == "application/json" or content_type.endswith("+json"):
         try:
             data = json_loads(request.body or b"{}")  # the input rules: bounded depth, clean text
         except BodyError:
