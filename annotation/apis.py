@@ -32,7 +32,7 @@ from common.tokens import token_expires_at
 from common.uploads import upload_check
 
 from . import inputs, outputs, selectors
-from .families import campaign_families
+from .families import design_example_families
 from .hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
 from .models import Annotator, Assignment
 from .services.annotators import annotator_create, annotator_update, enrollment_consent
@@ -214,7 +214,7 @@ class CampaignExamplesApi(APIView):
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response({"examples": selectors.examples_list(campaign=campaign),
-                         "families": campaign_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
+                         "families": design_example_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
 
     @extend_schema(request=inputs.ExampleCreateInput, responses={201: outputs.ExampleOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
