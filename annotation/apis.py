@@ -8,7 +8,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from django.http import HttpResponse
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -32,7 +33,7 @@ from common.tokens import token_expires_at
 from common.uploads import upload_check
 
 from . import inputs, outputs, selectors
-from .families import campaign_families
+from .families import design_example_families
 from .hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
 from .models import Annotator, Assignment
 from .services.annotators import annotator_create, annotator_update, enrollment_consent
@@ -214,7 +215,7 @@ class CampaignExamplesApi(APIView):
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response({"examples": selectors.examples_list(campaign=campaign),
-                         "families": campaign_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
+                         "families": design_example_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
 
     @extend_schema(request=inputs.ExampleCreateInput, responses={201: outputs.ExampleOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
@@ -428,16 +429,23 @@ class CampaignPaymentsCsvApi(APIView):
 # Researcher: full campaign archive (export / import)
 # ---------------------------------------------------------------------------------------------
 class CampaignExportApi(APIView):
-    """The campaign's full archive: a zip of JSON/JSONL (see annotation/archive.py)."""
+    """The campaign's full archive: a zip of JSON/JSONL (see annotation/archive.py); an archive estimated
+    over the request work budget is built by a worker: 202 with its progress until it is stored
+    (services/archiving.py)."""
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={(200, "application/zip"): bytes})
-    def get(self, request: Request, campaign_id: int) -> HttpResponse:
-        from .archive import campaign_export
+    @extend_schema(responses={(200, "application/zip"): bytes, 202: outputs.CampaignOpeningOutput})
+    def get(self, request: Request, campaign_id: int) -> HttpResponse | Response:
+        from .services.archiving import campaign_archive_request
 
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
-        response = HttpResponse(campaign_export(campaign=campaign), content_type="application/zip")
+        # Through the request work budget (services/archiving.py): built here, or 202 while a worker builds it.
+        kind, value = campaign_archive_request(campaign=campaign)
+        if kind == "building":
+            return Response(value, status=status.HTTP_202_ACCEPTED)
+        response: HttpResponse | FileResponse = (HttpResponse(value, content_type="application/zip") if kind == "bytes" else
+                                  FileResponse(default_storage.open(value, "rb"), content_type="application/zip"))
         response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-archive.zip"'
         return response
 
