@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -79,15 +80,24 @@ class Difference:
 
 
 def holm(p_values: ArrayLike) -> NDArray[np.float64]:
-    """Holm step-down adjusted p-values (statsmodels ``multipletests``); NaN entries stay
-    NaN and are not counted in the family."""
-    from statsmodels.stats.multitest import multipletests
+    """Holm step-down adjusted p-values; NaN entries stay NaN and are not counted in the family.
 
+    The operations of statsmodels ``multipletests(method="holm")`` (sort, ``p * (m - i)``,
+    running maximum, capped at 1, unsorted), so the values are bit for bit the same
+    (tests/metrics/core/test_significance_holm.py compares them): statsmodels' Holm branch ends
+    with a full ``gc.collect()``, ~0.1 s in a Django process per call and three calls per PST
+    report (issue 23's profile)."""
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
     if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
+        finite = p[ok]
+        order = np.argsort(finite)
+        adjusted = np.maximum.accumulate(np.take(finite, order) * np.arange(finite.size, 0, -1))
+        adjusted[adjusted > 1] = 1
+        unsorted = np.empty_like(adjusted)
+        unsorted[order] = adjusted
+        out[ok] = unsorted
     return out
 
 
@@ -126,28 +136,56 @@ def stratified_permutation_pvalues(
     obs_a, obs_b = totals([(sd[r] == 0).astype(float)[None, :] for r in rows])
     observed = np.asarray(statistic(obs_a), dtype=float).reshape(1, -1)[0] - np.asarray(
         statistic(obs_b), dtype=float).reshape(1, -1)[0]
-    rng = np.random.default_rng(seed)
     hits = np.zeros(observed.size)
-    done = 0
-    step = max(1, 2_000_000 // max(1, s.shape[0]))
-    while done < n_perm:
-        m = min(step, n_perm - done)
-        masks = []
-        for r in rows:
-            n_a = int((sd[r] == 0).sum())
-            keys = rng.random((m, r.size))
-            ranks = np.argsort(keys, axis=1)
-            mask = np.zeros((m, r.size))
-            np.put_along_axis(mask, ranks[:, :n_a], 1.0, axis=1)
-            masks.append(mask)
-        ta, tb = totals(masks)
+    shape = tuple((int(r.size), int((sd[r] == 0).sum())) for r in rows)
+    for block in _side_masks(seed, n_perm, shape, max(1, 2_000_000 // max(1, s.shape[0]))):
+        ta, tb = totals([mask.astype(float) for mask in block])
+        m = ta.shape[0]
         d = np.asarray(statistic(ta), dtype=float).reshape(m, -1) - np.asarray(statistic(tb), dtype=float).reshape(m, -1)
         with np.errstate(invalid="ignore"):
             hits += np.sum(np.abs(d) >= np.abs(observed) - 1e-12 * np.maximum(1.0, np.abs(observed)), axis=0)
-        done += m
     p = (1.0 + hits) / (n_perm + 1.0)
     p[~np.isfinite(observed)] = np.nan
     return observed, p
+
+
+def _side_masks(seed: int | None, n_perm: int, shape: tuple[tuple[int, int], ...], step: int
+                ) -> list[list[NDArray[np.bool_]]]:
+    """The shuffles of :func:`stratified_permutation_pvalues`: per block of permutations, per stratum
+    (clusters, of which on side A), a permutations x clusters mask of side A. A pure function of its
+    arguments; the small ones are kept per process (a PST report shuffles the same images for each of
+    its comparisons; issue 23), the values unchanged."""
+    if seed is not None and n_perm * sum(n for n, _ in shape) <= 4_000_000:
+        return _side_masks_cached(int(seed), n_perm, shape, step)
+    return _side_masks_drawn(seed, n_perm, shape, step)
+
+
+def _side_masks_drawn(seed: int | None, n_perm: int, shape: tuple[tuple[int, int], ...], step: int
+                      ) -> list[list[NDArray[np.bool_]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    done = 0
+    while done < n_perm:
+        m = min(step, n_perm - done)
+        masks = []
+        for size, n_a in shape:
+            ranks = np.argsort(rng.random((m, size)), axis=1)
+            mask = np.zeros((m, size), dtype=bool)
+            np.put_along_axis(mask, ranks[:, :n_a], True, axis=1)
+            masks.append(mask)
+        out.append(masks)
+        done += m
+    return out
+
+
+@lru_cache(maxsize=16)
+def _side_masks_cached(seed: int, n_perm: int, shape: tuple[tuple[int, int], ...], step: int
+                       ) -> list[list[NDArray[np.bool_]]]:
+    out = _side_masks_drawn(seed, n_perm, shape, step)
+    for block in out:
+        for mask in block:
+            mask.flags.writeable = False
+    return out
 
 
 def compare_sums(

@@ -34,7 +34,7 @@ import numpy as np
 
 from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
-from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
+from metrics.core.annotator_groups import HeadlineWithAlpha, gep_headline, permutation_test_groups, pst_headline
 from metrics.core.significance import holm
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
@@ -77,10 +77,7 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str]) 
         headline = gep_headline(data.choices, data.q_meta["gender"], data.q_meta["attribute"], data.q_setting,
                                 settings, genders[:2], options.gep_tie_policy, unit="answer")  # type: ignore[arg-type]
 
-    def stat(counts: np.ndarray) -> np.ndarray:
-        return np.concatenate([headline(counts), alpha_stat(counts)])
-
-    return stat
+    return HeadlineWithAlpha(headline)  # headline then alpha; vectorised permutations (answer level)
 
 
 def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOptions, seed: int,
