@@ -120,6 +120,11 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                 "note": "no demographics release yet (cut at the campaign's close, or on request once enough "
                         "annotators joined)"}
     min_group = max(options.min_group, int(release["min_group"]))  # raised, never lowered
+    if release.get("stale"):  # a member withdrew since the release: today's groups would name them
+        return {"release": {k: v for k, v in release.items() if k != "members"}, "min_group": min_group,
+                "annotators": 0, "reported": 0, "metrics": metric_keys, "fields": {},
+                "note": "a member of this release withdrew or changed their answers since it was cut: no group is "
+                        "reported until the next release"}
     options = dataclasses.replace(options, min_group=min_group)
     members = set(release["members"])
     present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
