@@ -45,6 +45,7 @@ from generation.importer import image_url_problem
 from generation.models import Image
 from generation.storage import storage_key_problem
 
+from .families import canonical_example_family
 from .media_views import CONTENT_ADDRESSED
 from .models import (
     Annotator,
@@ -384,7 +385,10 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campa
             keys = [str(r.get("file") or ""), str(r.get("web_file") or "")]
             if image is None and not all(CONTENT_ADDRESSED.match(k) for k in keys):
                 raise _bad(f"{where}: an uploaded example needs content-addressed file and web_file keys")
-            ExampleImage.objects.create(campaign=campaign, family=str(_need(r, "family", where))[:220],
+            family = canonical_example_family(str(_need(r, "family", where)))[:220]  # old person:intervention
+            if image is not None and ExampleImage.objects.filter(family=family, image_id=image_ids[image]).exists():
+                continue  # an old archive's intervention example of an image already a paired one
+            ExampleImage.objects.create(campaign=campaign, family=family,
                                         image_id=image_ids[image] if image is not None else None,
                                         file="" if image is not None else keys[0],
                                         web_file="" if image is not None else keys[1],

@@ -27,6 +27,7 @@ def test_every_section_of_every_demo_report_has_data(media: Path) -> None:
     assert "Synthetic demo" in out.getvalue()
     campaigns = list(Campaign.objects.filter(name__startswith="demo-").order_by("pk"))
     assert {c.name for c in campaigns} == {"demo-pst-occupation", "demo-pst-model-b", "demo-gep"}
+    assert f"log in at /work/{campaigns[0].pk}/login/" in out.getvalue()  # the demo annotator's way in
     for campaign in campaigns:
         assert campaign.status == Campaign.Status.OPEN, campaign.name
         for source, source_kind in SOURCES:

@@ -137,3 +137,25 @@ def test_a_withdrawal_makes_the_cached_report_stale(researcher):
                         answers={"gender": "woman", "country": "NZ"})
     _, again = report_get(campaign=campaign, options=options)
     assert again["annotators"]["fields"]["gender"]["groups"]["woman"]["annotators"] == 5
+
+
+def test_group_agreement_under_adaptive_redundancy_uses_the_first_min_answers(researcher):
+    # issue 22: as the overall agreement, a group's agreement counts only its answers among the first
+    # `min` of every question (later answers exist only where the first disagreed)
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 5})
+    n_q = campaign.questions.count()
+    fixed = report_build(campaign=campaign, options=ReportOptions(n_boot=20, n_perm=20))["annotators"]
+    assert fixed["agreement_basis"]["design"] == "fixed"
+    assert fixed["fields"]["gender"]["groups"]["woman"]["agreement"]["answers"] == 5 * n_q
+    campaign.spec["annotation"]["redundancy"] = {"min": 2, "max": 10, "threshold": 0.75}
+    campaign.save(update_fields=["spec"])
+    section = report_build(campaign=campaign, options=ReportOptions(n_boot=20, n_perm=20))["annotators"]
+    assert section["agreement_basis"]["design"] == "adaptive" and section["agreement_basis"]["answers_per_question"] == 2
+    groups = section["fields"]["gender"]["groups"]
+    # Answers arrived question by question, women first: the first 2 of every question are women's.
+    assert groups["woman"]["agreement"]["answers"] == 2 * n_q and groups["woman"]["answers"] == 5 * n_q
+    assert groups["man"]["agreement"]["answers"] == 0
+    alpha = next(t for t in section["fields"]["gender"]["tests"] if t["metric"] == "krippendorff_alpha")
+    assert alpha["value_b"] == pytest.approx(groups["woman"]["agreement"]["krippendorff_alpha"])
+    headline = next(t for t in section["fields"]["gender"]["tests"] if t["metric"] == "sts_single")
+    assert headline["difference"] < -50  # the headline test still uses every answer
