@@ -23,14 +23,12 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import DataError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -85,8 +83,10 @@ def _jsonl(rows: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode("utf-8")
 
 
-def campaign_export(*, campaign: Campaign) -> bytes:
-    """The campaign's full archive (see the module docstring), as zip bytes."""
+def campaign_export(*, campaign: Campaign, progress: Callable[[float], None] | None = None) -> bytes:
+    """The campaign's full archive (see the module docstring), as zip bytes. `progress` (0-1) is told as
+    the tables are read (a worker's build: annotation/services/archiving.py)."""
+    step = progress or (lambda fraction: None)
     pseudonyms: dict[int, str] = {}
     annotators = []
     for index, e in enumerate(Enrollment.objects.filter(campaign=campaign).order_by("pk"), start=1):
@@ -107,11 +107,14 @@ def campaign_export(*, campaign: Campaign) -> bytes:
     images = [{"id": i.pk, "prompt": i.prompt.key, **{f: getattr(i, f) for f in IMAGE_FIELDS},
                "finished_at": _iso(i.finished_at)}
               for i in Image.objects.filter(campaign=campaign).select_related("prompt").order_by("pk")]
+    step(0.1)
     questions = [{"id": q.pk, "image": q.image_id, **{f: getattr(q, f) for f in QUESTION_FIELDS}}
                  for q in Question.objects.filter(campaign=campaign).order_by("pk")]
+    step(0.3)
     answers = [{"id": a.pk, "question": a.question_id, "annotator": pseudonym(a.annotator_id), "choice": a.choice,
                 "time_ms": a.time_ms, "created_at": _iso(a.created_at), "corrects": a.corrects_id, "source": a.source}
                for a in Answer.objects.filter(campaign=campaign).order_by("pk")]
+    step(0.7)
     qualifications = []
     for q in Qualification.objects.filter(campaign=campaign).order_by("pk"):
         qualifications.append({
@@ -131,6 +134,7 @@ def campaign_export(*, campaign: Campaign) -> bytes:
                 "counts": {"prompts": len(prompts), "images": len(images), "questions": len(questions),
                            "answers": len(answers), "annotators": len(annotators),
                            "qualifications": len(qualifications), "examples": len(examples)}}
+    step(0.75)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True))
@@ -139,14 +143,6 @@ def campaign_export(*, campaign: Campaign) -> bytes:
                            ("examples", examples)):
             zf.writestr(f"{name}.jsonl", _jsonl(rows))
     return out.getvalue()
-
-
-def campaign_archive_store(campaign: Campaign) -> str:
-    """Store the campaign's archive in the media storage; returns its key (registered with
-    campaigns.registry: runs before a campaign is soft-deleted)."""
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
-    return default_storage.save(f"archives/campaign-{campaign.pk}-{stamp}.zip",
-                                ContentFile(campaign_export(campaign=campaign)))
 
 
 # ---------------------------------------------------------------------------------------------
