@@ -26,6 +26,7 @@ from django.utils import timezone
 from annotation.models import Assignment, Question
 from annotation.services.answers import ImportedHit, answers_import, mturk_annotators_ensure, rows_insert
 from campaigns.models import Campaign
+from campaigns.spec import GEP
 from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError
 from common.inputs import BodyError
@@ -79,9 +80,9 @@ class BatchResult:
 
 def _mapping(raw: Mapping[str, Any] | None, campaign: Campaign) -> dict[str, Any]:
     if raw is None:
-        return dict(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING)
+        return dict(GEP_PAPER_MAPPING if campaign.kind == GEP else PST_SINGLE_MAPPING)
     errors: dict[str, list[str]] = {}
-    out = {**(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING), **raw}
+    out = {**(GEP_PAPER_MAPPING if campaign.kind == GEP else PST_SINGLE_MAPPING), **raw}
     if not isinstance(out.get("slots"), int) or not 1 <= out["slots"] <= 100:
         errors["mapping.slots"] = ["must be an integer between 1 and 100"]
     # common.templates: column names with {k} only, no format spec ({k:>100000000}), at most 200 characters.
@@ -141,31 +142,28 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("true", "1", "on", "yes", "checked")
 
 
-def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mapping[str, Any] | None = None,
-                       dry_run: bool = False) -> BatchResult:
-    """Validate the whole file, then write every answer in one transaction (or nothing).
+@dataclass
+class _Lookup:
+    """What the file's rows are checked against, read once for the whole file."""
 
-    Several campaigns may share one file (the GEP paper's HITs mix DALL-E 2 and CogView2 images):
-    each image URL is looked up in every given campaign and its answer goes to that campaign.
-    """
-    if not campaigns or len({c.kind for c in campaigns}) != 1:
-        raise BatchImportError("Import into one or more campaigns of one kind.", errors={"campaigns": ["required"]})
-    campaign = campaigns[0]
-    cfg = _mapping(mapping, campaign)
-    slots = cfg["slots"]
-    image_cols = [template_fill(cfg["image_url"], k=k) for k in range(slots)]
-    choice_cols = {choice: [template_fill(col, k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
-    used = {*image_cols, *(c for cols in choice_cols.values() for c in cols), "WorkTimeInSeconds", "Reward"}
-    if isinstance(cfg["question"], Mapping) and "column" in cfg["question"]:
-        used.add(cfg["question"]["column"])
-    header, rows = _read_rows(data, keep=used)
+    image_cols: list[str]
+    choice_cols: dict[str, list[str]]
+    question_cfg: Mapping[str, Any]
+    images: dict[str, int]               # image URL -> image id
+    duplicates_across: set[str]          # URLs registered in several of the campaigns
+    questions: dict[tuple[int, str], tuple[int, int]]  # (image id, slot) -> (question id, campaign id)
+    phrase_to_name: dict[str, str]
+    seen_assignments: set[str]           # assignments imported before
+    answered: dict[tuple[str, int], int] = field(default_factory=dict)  # (worker, question) -> row
+    file_assignments: dict[str, int] = field(default_factory=dict)      # assignment -> row
+
+
+def _lookup(campaigns: list[Campaign], cfg: Mapping[str, Any], header: list[str], rows: list[dict[str, str]],
+            image_cols: list[str], choice_cols: dict[str, list[str]]) -> _Lookup:
     absent = sorted({c for c in image_cols + [c for cols in choice_cols.values() for c in cols] if c not in header})
     if absent:
         raise BatchImportError("The batch file lacks columns the mapping names.",
                                errors={"mapping": [f"column {c} not in the file" for c in absent[:20]]})
-    question_cfg = cfg["question"]
-    skip_statuses = set(cfg.get("skip_statuses") or [])
-
     urls = {row.get(col, "").strip() for row in rows for col in image_cols} - {""}
     campaign_ids = [c.pk for c in campaigns]
     images: dict[str, int] = {}
@@ -184,12 +182,105 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
     seen_assignments = set(MTurkAssignmentRecord.objects.filter(
         campaign_id__in=campaign_ids, mturk_assignment_id__in=[r.get("AssignmentId", "") for r in rows]
     ).values_list("mturk_assignment_id", flat=True))
+    return _Lookup(image_cols, choice_cols, cfg["question"], images, duplicates_across, questions, phrase_to_name,
+                   seen_assignments)
+
+
+def _row_answers(row: dict[str, str], index: int, worker: str, slot_name: str, look: _Lookup,
+                 bad: Any) -> list[tuple[int, str, int]]:
+    """(question id, choice, campaign id) of each image slot of one row; problems go to `bad`."""
+    answers = []
+    for k, col in enumerate(look.image_cols):
+        url = row.get(col, "").strip()
+        if not url:
+            continue  # a HIT with fewer images than slots
+        chosen = [c for c, cols in look.choice_cols.items() if _truthy(row.get(cols[k]))]
+        if len(chosen) != 1:
+            bad(f"image {k} ({col}): {'both ' + ' and '.join(chosen) if chosen else 'no choice'} checked")
+            continue
+        image_id = look.images.get(url)
+        if image_id is None:
+            bad(f"{col}: unknown image URL {url}")
+            continue
+        if url in look.duplicates_across:
+            bad(f"{col}: the image URL {url} is registered in several of the campaigns")
+            continue
+        found = look.questions.get((image_id, slot_name))
+        if found is None:
+            bad(f"{col}: the image has no question {slot_name!r} (is the campaign open for annotation?)")
+            continue
+        qid, cid = found
+        if (worker, qid) in look.answered:
+            bad(f"{col}: worker {worker} already answered this question (row {look.answered[(worker, qid)]})")
+            continue
+        look.answered[(worker, qid)] = index
+        answers.append((qid, chosen[0], cid))
+    return answers
+
+
+def _row_plan(row: dict[str, str], index: int, look: _Lookup, bad: Any) -> dict[str, Any] | None:
+    """One row's assignment and answers, or None (its problems reported through `bad`)."""
+    assignment_id, worker, hit = row.get("AssignmentId", "").strip(), row.get("WorkerId", "").strip(), \
+        row.get("HITId", "").strip()
+    if not assignment_id or not worker:
+        bad("AssignmentId and WorkerId are required")
+        return None
+    if not external_id_valid(worker):  # the id becomes a link account: the links' rule
+        bad(f"WorkerId: {EXTERNAL_ID_RULE} (the crowd links' rule)")
+        return None
+    if assignment_id in look.file_assignments:
+        bad(f"duplicate assignment {assignment_id} (also row {look.file_assignments[assignment_id]})")
+        return None
+    look.file_assignments[assignment_id] = index
+    if assignment_id in look.seen_assignments:
+        bad(f"assignment {assignment_id} was already imported")
+        return None
+    question_cfg = look.question_cfg
+    if "slot" in question_cfg:
+        slot_name = question_cfg["slot"]
+    else:
+        raw_slot = row.get(question_cfg["column"], "").strip()
+        slot_name = look.phrase_to_name.get(raw_slot) if question_cfg["by"] == "attribute_phrase" else raw_slot
+        if not slot_name:
+            bad(f"{question_cfg['column']}: unknown attribute {raw_slot!r}")
+            return None
+    answers = _row_answers(row, index, worker, slot_name, look, bad)
+    try:  # common.numbers: finite, bounded, a problem naming the column
+        seconds = int(number(row.get("WorkTimeInSeconds") or 0, field="WorkTimeInSeconds", kind="float",
+                             minimum=0, maximum=MAX_WORK_SECONDS))
+        reward = number(row.get("Reward") or 0, field="Reward", kind="decimal", minimum=0,
+                        maximum=MAX_REWARD_USD, places=2, currency=True)
+    except BodyError as exc:
+        bad(exc.message)
+        return None
+    return {"assignment": assignment_id, "hit": hit, "worker": worker, "status": row.get("AssignmentStatus", ""),
+            "seconds": seconds, "answers": answers, "reward": reward}
+
+
+def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mapping[str, Any] | None = None,
+                       dry_run: bool = False) -> BatchResult:
+    """Validate the whole file, then write every answer in one transaction (or nothing).
+
+    Several campaigns may share one file (the GEP paper's HITs mix DALL-E 2 and CogView2 images):
+    each image URL is looked up in every given campaign and its answer goes to that campaign.
+    """
+    if not campaigns or len({c.kind for c in campaigns}) != 1:
+        raise BatchImportError("Import into one or more campaigns of one kind.", errors={"campaigns": ["required"]})
+    campaign = campaigns[0]
+    cfg = _mapping(mapping, campaign)
+    slots = cfg["slots"]
+    image_cols = [template_fill(cfg["image_url"], k=k) for k in range(slots)]
+    choice_cols = {choice: [template_fill(col, k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
+    used = {*image_cols, *(c for cols in choice_cols.values() for c in cols), "WorkTimeInSeconds", "Reward"}
+    if isinstance(cfg["question"], Mapping) and "column" in cfg["question"]:
+        used.add(cfg["question"]["column"])
+    header, rows = _read_rows(data, keep=used)
+    look = _lookup(campaigns, cfg, header, rows, image_cols, choice_cols)
+    skip_statuses = set(cfg.get("skip_statuses") or [])
 
     errors: dict[str, list[str]] = {}
     result = BatchResult(rows=len(rows))
     planned: list[dict[str, Any]] = []
-    answered: dict[tuple[str, int], int] = {}
-    file_assignments: dict[str, int] = {}
     for index, row in enumerate(rows, start=2):  # row 1 is the header
         where = f"row {index}"
 
@@ -201,65 +292,9 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes, mapping: Mappi
             result.skipped_rows += 1
             result.skipped_by_status[status] = result.skipped_by_status.get(status, 0) + 1
             continue
-        assignment_id, worker, hit = row.get("AssignmentId", "").strip(), row.get("WorkerId", "").strip(), \
-            row.get("HITId", "").strip()
-        if not assignment_id or not worker:
-            bad("AssignmentId and WorkerId are required")
-            continue
-        if not external_id_valid(worker):  # the id becomes a link account: the links' rule
-            bad(f"WorkerId: {EXTERNAL_ID_RULE} (the crowd links' rule)")
-            continue
-        if assignment_id in file_assignments:
-            bad(f"duplicate assignment {assignment_id} (also row {file_assignments[assignment_id]})")
-            continue
-        file_assignments[assignment_id] = index
-        if assignment_id in seen_assignments:
-            bad(f"assignment {assignment_id} was already imported")
-            continue
-        if "slot" in question_cfg:
-            slot_name = question_cfg["slot"]
-        else:
-            raw_slot = row.get(question_cfg["column"], "").strip()
-            slot_name = phrase_to_name.get(raw_slot) if question_cfg["by"] == "attribute_phrase" else raw_slot
-            if not slot_name:
-                bad(f"{question_cfg['column']}: unknown attribute {raw_slot!r}")
-                continue
-        answers = []
-        for k, col in enumerate(image_cols):
-            url = row.get(col, "").strip()
-            if not url:
-                continue  # a HIT with fewer images than slots
-            chosen = [c for c, cols in choice_cols.items() if _truthy(row.get(cols[k]))]
-            if len(chosen) != 1:
-                bad(f"image {k} ({col}): {'both ' + ' and '.join(chosen) if chosen else 'no choice'} checked")
-                continue
-            image_id = images.get(url)
-            if image_id is None:
-                bad(f"{col}: unknown image URL {url}")
-                continue
-            if url in duplicates_across:
-                bad(f"{col}: the image URL {url} is registered in several of the campaigns")
-                continue
-            found = questions.get((image_id, slot_name))
-            if found is None:
-                bad(f"{col}: the image has no question {slot_name!r} (is the campaign open for annotation?)")
-                continue
-            qid, cid = found
-            if (worker, qid) in answered:
-                bad(f"{col}: worker {worker} already answered this question (row {answered[(worker, qid)]})")
-                continue
-            answered[(worker, qid)] = index
-            answers.append((qid, chosen[0], cid))
-        try:  # common.numbers: finite, bounded, a problem naming the column
-            seconds = int(number(row.get("WorkTimeInSeconds") or 0, field="WorkTimeInSeconds", kind="float",
-                                 minimum=0, maximum=MAX_WORK_SECONDS))
-            reward = number(row.get("Reward") or 0, field="Reward", kind="decimal", minimum=0,
-                            maximum=MAX_REWARD_USD, places=2, currency=True)
-        except BodyError as exc:
-            bad(exc.message)
-            continue
-        planned.append({"assignment": assignment_id, "hit": hit, "worker": worker, "status": status,
-                        "seconds": seconds, "answers": answers, "reward": reward})
+        plan = _row_plan(row, index, look, bad)
+        if plan is not None:
+            planned.append(plan)
     if errors:
         shown = dict(list(errors.items())[:MAX_ERRORS_REPORTED])
         first_where, first_msgs = next(iter(errors.items()))
