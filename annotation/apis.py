@@ -24,6 +24,7 @@ from common.clientaddr import client_address
 from common.csvsafe import csv_dict_writer
 from common.edge import body_parse
 from common.errors import ApplicationError, NotFoundError
+from common.jsonviews import JSONOnlyView
 from common.numbers import number
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
@@ -308,7 +309,7 @@ def nothing_now(*, campaign_id: int, annotator: Annotator) -> Response:
     return response
 
 
-class AssignmentNextApi(APIView):
+class AssignmentNextApi(JSONOnlyView):
     """Get a HIT: 201 new, 200 the one already held, 204 nothing left for this annotator: with a
     `Retry-After` header (seconds) when more may come later (adaptive redundancy: answers in flight
     may reopen questions), without one when the annotator is finished."""
@@ -344,7 +345,7 @@ class AssignmentReturnApi(APIView):
         return Response({"id": assignment.pk, "status": assignment.status})
 
 
-class AssignmentSubmitApi(APIView):
+class AssignmentSubmitApi(JSONOnlyView):
     """{"answers": [{"question", "choice", "time_ms"}]} -> 200 {"id", "status", "answers", ...}."""
 
     permission_classes = [IsAuthenticated]
