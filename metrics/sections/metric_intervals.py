@@ -85,7 +85,11 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
     (`metrics.core.metric_intervals.micro_gap_intervals`), printed only for identities with at least
     `MIN_GAP_PERSONS` counted persons on each side (a warning names the rest: a bootstrap over the 3
     single images of an identity covered about 56%, issue 22)."""
-    cmp = compare_pst(paired, single, groups, treatment, None, n_boot, 0, confidence, seed)
+    # Every identity of either setting, as the printed gap (each side's overall and group STS over its own
+    # identities); the shared ones only would miss it where the settings differ (the power aspect).
+    union = sorted(set(np.asarray(paired["identities"]).astype(str).tolist())
+                   | set(np.asarray(single["identities"]).astype(str).tolist()))
+    cmp = compare_pst(paired, single, groups, treatment, union, n_boot, 0, confidence, seed)
     micro = mi.micro_gap_intervals(paired, single, treatment, confidence)
     shown = {k: c for k, c in micro.items()
              if min(c.notes["persons_a"], c.notes["persons_b"]) >= mi.MIN_GAP_PERSONS}
