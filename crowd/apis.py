@@ -17,7 +17,7 @@ from common.errors import ApplicationError
 from common.inputs import json_loads
 from common.numbers import number
 from common.permissions import IsResearcher
-from common.uploads import upload_read
+from common.uploads import upload_check
 
 from . import services
 from .mturk_batch import mturk_batch_import
@@ -117,6 +117,7 @@ class MTurkBatchImportApi(APIView):
                               else [request.data.get("campaigns") or ""])
         campaigns = [campaign] + [campaign_get(user=request.user, campaign_id=cid) for cid in extra
                                   if cid != campaign.pk]
-        result = mturk_batch_import(campaigns=campaigns, data=upload_read(upload, field="file", kind="csv"), mapping=mapping,
+        # Streamed from the upload's own (temporary) file within the size cap, never read whole (issue 24).
+        result = mturk_batch_import(campaigns=campaigns, data=upload_check(upload, field="file", kind="csv"), mapping=mapping,
                                     dry_run=str(request.data.get("dry_run", "")).lower() in ("1", "true", "yes"))
         return Response({"campaigns": [c.pk for c in campaigns], **result.as_dict()})

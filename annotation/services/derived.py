@@ -86,15 +86,21 @@ def required_reevaluate(*, question_ids: Sequence[int], redundancy: object) -> l
 
 
 def answers_derive(*, campaign_id: int, question_ids: Iterable[int] | None = None,
-                   cfg: Mapping[str, Any] | None = None, bump: bool = True) -> int:
+                   cfg: Mapping[str, Any] | None = None, bump: bool = True, sql: bool = False) -> int:
     """What counts of the answers to these questions (all of the campaign's when None) changed: their
     labels recomputed, adaptive `required` re-evaluated, and (unless the caller's own answer inserts
-    move it) the data revision bumped. Returns the number of labels written."""
+    move it) the data revision bumped. Returns the number of labels written. `sql` (PostgreSQL, given
+    questions): the labels by the one statement the PostgreSQL submit runs (`labels_write`), not
+    the ORM's read and upsert (a bulk import's 300,000 questions)."""
     if cfg is None:
         cfg = annotation_settings(Campaign.objects.get(pk=campaign_id))
     ids = None if question_ids is None else sorted(set(question_ids))
-    written = labels_recompute(campaign_id=campaign_id, question_ids=ids,
-                               exclude_blocked=cfg["exclude_flagged_answers"])
+    if sql and ids is not None:
+        written = labels_write(campaign_id=campaign_id, question_ids=ids,
+                               exclude_blocked=cfg["exclude_flagged_answers"], now=timezone.now())
+    else:
+        written = labels_recompute(campaign_id=campaign_id, question_ids=ids,
+                                   exclude_blocked=cfg["exclude_flagged_answers"])
     if is_adaptive(cfg["redundancy"]):
         if ids is None:
             ids = list(Question.objects.filter(campaign_id=campaign_id, is_gold=False).values_list("pk", flat=True))
