@@ -39,9 +39,9 @@ from .services.examples import EXAMPLES_PER_FAMILY, example_add, example_delete
 from .services.lifecycle import (
     campaign_annotation_transition,
     questions_gold_set,
-    questions_open,
     questions_redundancy_set,
 )
+from .services.opening import campaign_open_request
 from .services.qualification import qualification_attempt, qualification_create
 from .services.quality import enrollment_action
 from .services.review import assignment_review
@@ -122,15 +122,17 @@ class CampaignTaskApi(APIView):
 # Researcher: lifecycle, questions
 # ---------------------------------------------------------------------------------------------
 class CampaignOpenApi(APIView):
-    """Create the questions of the generated images (idempotent) and open the campaign."""
+    """Create the questions of the generated images (idempotent) and open the campaign; a campaign whose
+    opening is estimated over the request work budget is opened by a worker: 202 with its progress
+    (POST again, or read the campaign, until it is open). services/opening.py."""
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=None, responses={200: outputs.CampaignOpenOutput})
+    @extend_schema(request=None, responses={200: outputs.CampaignOpenOutput, 202: outputs.CampaignOpeningOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
-        result = questions_open(campaign=campaign)
-        return Response({"id": campaign.pk, "status": campaign.status, **result})
+        state, body = campaign_open_request(campaign=campaign)
+        return Response(body, status=status.HTTP_202_ACCEPTED if state == "building" else status.HTTP_200_OK)
 
 
 class CampaignTransitionApi(APIView):

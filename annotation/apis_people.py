@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 from campaigns.selectors import campaign_get
 from common.edge import body_parse
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
 from common.permissions import IsResearcher, user_is_researcher
 from common.tokens import token_expires_at
 
@@ -32,13 +34,11 @@ def _min_group(request: Request, floor: int) -> int | None:
     if raw == "":
         return None
     try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if not floor <= value <= MAX_MIN_GROUP:
+        value = number(raw, field="min_group", kind="int", minimum=floor, maximum=MAX_MIN_GROUP)
+    except BodyError:
         raise ApplicationError("Invalid min_group.", errors={"min_group": [
             f"must be an integer from the campaign's min_group ({floor}) to {MAX_MIN_GROUP}: it can be raised, "
-            "never lowered"]})
+            "never lowered"]}) from None
     return value
 
 

@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.utils.translation import gettext_lazy as _
 from rest_framework import authentication, exceptions
 from rest_framework.authtoken.models import Token
@@ -47,13 +47,21 @@ def _token_query() -> str:
             f'WHERE t."key" = %(key)s')
 
 
+@cache
+def _columns(model: Any) -> tuple[list[str], tuple[Any, ...]]:
+    """A model's concrete fields' attribute names and database converters (None: the value as read),
+    worked out once per model instead of on every request."""
+    fields = model._meta.concrete_fields
+    return [f.attname for f in fields], tuple(getattr(f, "from_db_value", None) for f in fields)
+
+
 def _instance(model: Any, values: Any) -> Any:
     """A model instance from raw column values, with each field's database converter applied (what
     the ORM's compiler does: JSON text -> objects, and so on)."""
-    fields = model._meta.concrete_fields
-    converted = [f.from_db_value(v, None, connection) if v is not None and hasattr(f, "from_db_value") else v
-                 for f, v in zip(fields, values, strict=True)]
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    attnames, converters = _columns(model)
+    converted = [convert(v, None, connection) if convert is not None and v is not None else v
+                 for convert, v in zip(converters, values, strict=True)]
+    return model.from_db(DEFAULT_DB_ALIAS, attnames, converted)
 
 
 def _refuse_expired(created: Any) -> None:
@@ -82,7 +90,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
         user = _instance(get_user_model(), row[:n])
         if not user.is_active:
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
-        token = Token.from_db(connection.alias, ["key", "user_id", "created"], (key, user.pk, row[n]))
+        token = Token.from_db(DEFAULT_DB_ALIAS, ["key", "user_id", "created"], (key, user.pk, row[n]))
         token.user = user
         if row[n + 1] is not None:
             _refuse_expired(row[n])

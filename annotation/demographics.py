@@ -15,6 +15,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from common.inputs import BodyError, brief
+from common.numbers import number
+
 from .countries import COUNTRIES
 
 FIELDS = ("gender", "age_band", "country")
@@ -132,10 +135,12 @@ def validate_demographics(raw: Any, p: Any) -> dict[str, Any]:
 
 
 def validate_pay_floor(raw: Any, p: Any) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1000:
-        p.add("annotation.pay_floor_usd_per_hour", f"must be a number between 0 and 1000, got {raw!r}")
+    value = None if isinstance(raw, bool) or not isinstance(raw, (int, float)) else raw  # text is not a number here
+    try:
+        return number(value, field="annotation.pay_floor_usd_per_hour", kind="float", minimum=0, maximum=1000)
+    except BodyError:
+        p.add("annotation.pay_floor_usd_per_hour", f"must be a number between 0 and 1000, got {brief(raw)}")
         return DEFAULT_PAY_FLOOR
-    return float(raw)
 
 
 def _field_error(field: str, value: Any, vocabulary: Mapping[str, str]) -> str | None:
@@ -250,10 +255,36 @@ def merged_groups(sizes: Mapping[str, int], min_size: int) -> set[str]:
         if not rest:
             break
         small.add(rest[0])
-    named = [g for g, n in sizes.items() if n > 0 and g not in small]
-    if len(named) == 1 and not small and named[0] != NOT_REPORTED:
+    # A release where everyone who answered is in one group (the rest `not reported`) would name each
+    # answerer's group: that group is shown as `other` too.
+    named = [g for g, n in sizes.items() if n > 0 and g not in small and g != NOT_REPORTED]
+    if len(named) == 1 and not small:
         small.add(named[0])
     return small
+
+
+def release_shrinks(previous: Mapping[str, Mapping[str, int]], sizes: Mapping[str, Mapping[str, int]],
+                    min_size: int, moved: int) -> list[str]:
+    """The fields where a new release (raw `sizes`) would let the difference with the `previous` one
+    name where a moved annotator was (a withdrawal: their group becomes `not reported`; a changed
+    answer; an annotator no longer a member). The rule (docs/security.md): on the cells the new
+    release shows, every cell holds at least what the previous release had in the same groups, and
+    the cell holding `not reported` `moved` more. Then joiners alone explain every cell's change
+    whichever group each moved annotator left, so the difference points at no group."""
+    out = []
+    for field, now in sizes.items():
+        before = dict(previous.get(field, {}))
+        before[NOT_REPORTED] = before.get(NOT_REPORTED, 0) + moved
+        merged = merged_groups(now, min_size)
+        cells_now: dict[str, int] = {}
+        cells_before: dict[str, int] = {}
+        for g in set(now) | set(before):
+            cell = OTHER if g in merged else g
+            cells_now[cell] = cells_now.get(cell, 0) + now.get(g, 0)
+            cells_before[cell] = cells_before.get(cell, 0) + before.get(g, 0)
+        if any(cells_now[c] < cells_before[c] for c in cells_now):
+            out.append(field)
+    return out
 
 
 def release_counts(sizes: Mapping[str, Mapping[str, int]], min_size: int) -> dict[str, dict[str, int | None]]:

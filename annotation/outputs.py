@@ -110,6 +110,14 @@ class CampaignOpenOutput(CampaignStatusOutput):
     questions = serializers.IntegerField(help_text="Non-gold questions of the campaign.")
 
 
+class CampaignOpeningOutput(serializers.Serializer):
+    """202: a worker opens the campaign (over the request work budget, common/budget.py)."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField(help_text='"building" while a worker creates the questions.')
+    progress = serializers.FloatField(help_text="0-1.")
+
+
 class QuestionLabelOutput(serializers.Serializer):
     label = serializers.CharField()
     votes = serializers.JSONField(help_text="{choice: votes}.")

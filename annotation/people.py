@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, Subquery
 
 from campaigns.models import Campaign
 
@@ -47,6 +47,18 @@ def campaign_demographics_rows(*, campaign_id: int) -> list[tuple[int, dict[str,
     return [(a, r or {}, v or "") for a, r, v in rows]
 
 
+def release_moved(previous: DemographicsRelease | None, members: list[int]) -> int:
+    """How many of the previous release's members may be in another group now: who withdrew or
+    answered again since it was cut, or is no longer a member (an upper bound: a withdrawal of someone
+    with no answers counts too)."""
+    if previous is None:
+        return 0
+    since = previous.created_at
+    changed = set(DemographicsResponse.objects.filter(campaign_id=previous.campaign_id, annotator_id__in=previous.members)
+                  .filter(Q(updated_at__gt=since) | Q(withdrawn_at__gt=since)).values_list("annotator_id", flat=True))
+    return len(changed | (set(previous.members) - set(members)))
+
+
 def release_latest(*, campaign_id: int) -> DemographicsRelease | None:
     return DemographicsRelease.objects.filter(campaign_id=campaign_id).order_by("-number").first()
 
@@ -70,7 +82,27 @@ def release_answers(*, campaign_id: int) -> tuple[dict[str, Any] | None, dict[in
         value = effective_answers(response, cfg["fields"]) if cfg["ask"] else {}
         if annotator in members and value:
             answers[int(annotator)] = value
-    return {**release_info(release), "members": sorted(members)}, answers
+    # A member withdrew (or answered again) since the release was cut: groups computed from today's
+    # answers would differ from the release by that one person and name their group. The section
+    # then shows no group until the next release (`stale`).
+    stale = _nonzero(raw_sizes(release.members, answers)) != _nonzero(release.sizes)
+    return {**release_info(release), "members": sorted(members), "stale": stale}, ({} if stale else answers)
+
+
+def _nonzero(sizes: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    return {f: {g: n for g, n in by.items() if n} for f, by in sizes.items()}
+
+
+def raw_sizes(members: list[int], answers: dict[int, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The raw group sizes per field of `members`, from their answers (a release's `sizes`)."""
+    sizes: dict[str, dict[str, int]] = {}
+    for field in FIELDS:
+        by_group: dict[str, int] = {}
+        for a in members:
+            g = group_of(answers.get(a), field)
+            by_group[g] = by_group.get(g, 0) + 1
+        sizes[field] = by_group
+    return sizes
 
 
 def demographics_summary(*, campaign: Campaign, min_group: int | None = None) -> dict[str, Any]:
@@ -84,7 +116,8 @@ def demographics_summary(*, campaign: Campaign, min_group: int | None = None) ->
     floor = max(cfg["min_group"], release.min_group if release else 0)
     effective = max(min_group or 0, floor)
     rows = campaign_demographics_rows(campaign_id=campaign.pk)
-    pending = len({a for a, _, _ in rows} - set(release.members if release else []))
+    members = [a for a, _, _ in rows]
+    pending = len(set(members) - set(release.members if release else []))
     out: dict[str, Any] = {
         "ask": cfg["ask"], "fields": cfg["fields"], "researcher_access": cfg["researcher_access"],
         "consent_version": cfg["consent_version"], "min_group": effective,
@@ -92,7 +125,7 @@ def demographics_summary(*, campaign: Campaign, min_group: int | None = None) ->
         "annotators": len(release.members) if release else 0, "reported": release.reported if release else 0,
         "groups": release_counts(release.sizes, effective) if release else {},
         # a new release needs at least min_group annotators not in the last one (or the campaign's close)
-        "next_release": {"new_annotators": pending, "needed": cfg["min_group"]},
+        "next_release": {"new_annotators": pending, "needed": cfg["min_group"] + release_moved(release, members)},
     }
     if cfg["researcher_access"] == "individual":
         out["individual"] = [{"annotator": a, "answers": r, "consent_version": v}
@@ -106,11 +139,4 @@ def release_sizes(*, campaign: Campaign, members: list[int]) -> tuple[dict[str, 
     chosen = set(members)
     answers = {a: (effective_answers(r, cfg["fields"]) if cfg["ask"] else {})
                for a, r, _ in campaign_demographics_rows(campaign_id=campaign.pk) if a in chosen}
-    sizes: dict[str, dict[str, int]] = {}
-    for field in FIELDS:
-        by_group: dict[str, int] = {}
-        for a in members:
-            g = group_of(answers.get(a), field)
-            by_group[g] = by_group.get(g, 0) + 1
-        sizes[field] = by_group
-    return sizes, sum(1 for v in answers.values() if v)
+    return raw_sizes(members, answers), sum(1 for v in answers.values() if v)

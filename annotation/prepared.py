@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.utils import CursorDebugWrapper
+from psycopg import pq
 
 
 class _PreparedCursor(psycopg.Cursor[Any]):
@@ -40,10 +41,19 @@ class _DebugCursor(CursorDebugWrapper):
 
 def run(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """Execute one statement in the current transaction; its rows (none for a write without RETURNING)."""
-    connection.ensure_connection()
-    raw = _PreparedCursor(connection.connection)
+    db = connections[DEFAULT_DB_ALIAS]  # `connection` itself, looked up once (each attribute of the proxy is a lookup)
+    db.ensure_connection()
+    raw = _PreparedCursor(db.connection)
     # make_cursor wraps a DB-API cursor (django-stubs type it as taking Django's own wrapper).
-    cur = _DebugCursor(raw, connection) if connection.queries_logged else connection.make_cursor(raw)  # type: ignore[arg-type]
+    cur = _DebugCursor(raw, db) if db.queries_logged else db.make_cursor(raw)  # type: ignore[arg-type]
     with cur:
         cur.execute(sql, params)
-        return cur.fetchall() if raw.description is not None else []
+        # The connection just answered: Django's once-per-request health check (CONN_HEALTH_CHECKS, a
+        # `SELECT 1` round trip at the request's first transaction or ORM cursor) has nothing left to
+        # learn. A token-authenticated request's first statement is this one (the token lookup), which
+        # ran before that check anyway; a dead connection fails it and is closed at the request's end.
+        db.health_check_done = True
+        # Rows only when the statement returned some (psycopg's `description` would build a Column
+        # object per column on every call just to answer that: ~7% of a HIT cycle's CPU).
+        result = raw.pgresult
+        return cur.fetchall() if result is not None and result.status == pq.ExecStatus.TUPLES_OK else []

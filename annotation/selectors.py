@@ -16,7 +16,7 @@ from django.utils import timezone
 from campaigns.models import Campaign
 from common.errors import ApplicationError, NotFoundError
 from generation.models import Image
-from generation.selectors import image_url
+from generation.selectors import annotator_image_url
 
 from .families import family_instructions
 from .models import (
@@ -84,7 +84,7 @@ def task_info(*, campaign: Campaign, annotator: Annotator) -> dict[str, Any]:
     enrollment = Enrollment.objects.filter(campaign=campaign, annotator=annotator).first()
     # The spec's `example_images` (any family, no answer), then the examples with their answers.
     examples: list[dict[str, Any]] = [
-        {"image_url": image_url(web_file=w, file=f, source_url=s)}
+        {"image_url": annotator_image_url(web_file=w, file=f, source_url=s)}
         for w, f, s in Image.objects.filter(campaign=campaign, pk__in=cfg["example_images"])
         .values_list("web_file", "file", "source_url")
     ]
@@ -114,9 +114,9 @@ def examples_list(*, campaign: Campaign) -> list[dict[str, Any]]:
     out = []
     for e in ExampleImage.objects.filter(campaign=campaign).select_related("image").order_by("family", "order", "pk"):
         if e.image is not None:
-            url = image_url(web_file=e.image.web_file, file=e.image.file, source_url=e.image.source_url)
+            url = annotator_image_url(web_file=e.image.web_file, file=e.image.file, source_url=e.image.source_url)
         else:
-            url = image_url(web_file=e.web_file, file=e.file)
+            url = annotator_image_url(web_file=e.web_file, file=e.file)
         out.append({"id": e.pk, "family": e.family, "image": e.image_id, "image_url": url, "answer": e.answer,
                     "caption": e.caption})
     return out
@@ -144,7 +144,7 @@ def qualification_list(*, campaign: Campaign, researcher: bool, annotator: Annot
     for q in quals:
         items = []
         for item in sorted(q.items.all(), key=lambda i: (i.position, i.pk)):
-            entry = {"id": item.pk, "image_url": image_url(web_file=item.image.web_file, file=item.image.file,
+            entry = {"id": item.pk, "image_url": annotator_image_url(web_file=item.image.web_file, file=item.image.file,
                                                            source_url=item.image.source_url),
                      "text": item.text, "choices": item.choices}
             if researcher:

@@ -26,3 +26,11 @@ def assignments_auto_approve_task() -> int:
         with transaction.atomic():
             total += assignments_auto_approve(campaign=campaign)
     return total
+
+
+@shared_task(name="annotation.questions_open", queue="default", ignore_result=True)
+def questions_open_task(campaign_id: int) -> None:
+    """Open a campaign too large to open in a request (over REQUEST_WORK_BUDGET_S: services/opening.py)."""
+    from .services.opening import campaign_open_run
+
+    campaign_open_run(campaign_id=campaign_id)

@@ -6,7 +6,13 @@ app_name = "annotation"
 
 C = "campaigns/<int:campaign_id>/"
 
+# Django tries the patterns in order, one regular expression each: the HIT cycle's routes (most of the
+# API's traffic) come first. No two patterns here match the same path, so the order changes nothing else.
 urlpatterns = [
+    path(C + "assignments/", apis.AssignmentNextApi.as_view(), name="assignment-next"),
+    path("assignments/<int:assignment_id>/submit/", apis.AssignmentSubmitApi.as_view(), name="assignment-submit"),
+    path("assignments/<int:assignment_id>/heartbeat/", apis.AssignmentHeartbeatApi.as_view(),
+         name="assignment-heartbeat"),
     path("annotators/", apis.AnnotatorSignupApi.as_view(), name="annotator-signup"),
     path("auth/token/rotate/", apis_people.TokenRotateApi.as_view(), name="token-rotate"),
     path("auth/logout/", apis_people.LogoutApi.as_view(), name="logout"),
@@ -32,10 +38,6 @@ urlpatterns = [
     path(C + "qualifications/", apis.CampaignQualificationsApi.as_view(), name="campaign-qualifications"),
     path("qualifications/<int:qualification_id>/attempts/", apis.QualificationAttemptApi.as_view(),
          name="qualification-attempts"),
-    path(C + "assignments/", apis.AssignmentNextApi.as_view(), name="assignment-next"),
-    path("assignments/<int:assignment_id>/heartbeat/", apis.AssignmentHeartbeatApi.as_view(),
-         name="assignment-heartbeat"),
-    path("assignments/<int:assignment_id>/submit/", apis.AssignmentSubmitApi.as_view(), name="assignment-submit"),
     path("assignments/<int:assignment_id>/return/", apis.AssignmentReturnApi.as_view(), name="assignment-return"),
     path("assignments/<int:assignment_id>/review/", apis.AssignmentReviewApi.as_view(), name="assignment-review"),
     path(C + "annotators/", apis.CampaignAnnotatorsApi.as_view(), name="campaign-annotators"),

@@ -3,7 +3,10 @@
 Columns / keys: `image` (an image id of the campaign) or `prompt_key` + `sample_index`; the question
 within the image by `slot`, `attribute` (GEP) or `family` ("person" / "attribute:<name>"); optional
 `labeller` (must equal the upload's labeller); `choice` (one of the question's choices, case as
-listed); optional `score` in [0, 1]; optional `model`. Every row is validated first and every problem
+listed); optional `score` in [0, 1]; optional `model`; optional `clipscore`, the image's CLIPScore
+against its prompt (2.5 * max(cos, 0), in [0, 2.5], computed elsewhere: the report's `clipscore`
+section reads it as it reads the CLIP labellers' own; every row of one image gives the same value or
+none). Every row is validated first and every problem
 names its line (`rows.<line>`); then all rows are stored in one transaction, or none. A row for a
 question the labeller already labelled replaces that label (a re-upload is idempotent)."""
 from __future__ import annotations
@@ -22,10 +25,11 @@ from common.inputs import BodyError, brief
 from common.numbers import number
 from common.uploads import upload_rows
 
-from .models import AutolabelJob, MachineLabel
+from .models import AutolabelJob, ImageClipScore, MachineLabel
 
 COLUMNS = ("image", "prompt_key", "sample_index", "family", "attribute", "slot", "labeller", "choice", "score",
-           "model")
+           "model", "clipscore")
+CLIPSCORE_MAX = 2.5  # 2.5 * max(cos, 0): Hessel et al. 2021, as autolabel/labellers/clip.py stores it
 MAX_ROWS = 200_000
 NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 RESERVED = {"human", "hybrid"}
@@ -60,6 +64,7 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         questions.setdefault(q.image_id, []).append(q)
     by_key = {(k, n): i for i, k, n in campaign.images.values_list("id", "prompt__key", "sample_index")}
     seen: dict[int, int] = {}
+    clip: dict[int, tuple[float, str, int]] = {}  # image -> (CLIPScore, model, first row)
     labels: list[MachineLabel] = []
     count = 0
     for line, row in _rows(name, data, errors):
@@ -115,6 +120,17 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         model = row.get("model", "")
         if not isinstance(model, str) or len(model) > 300:
             problems.append("model must be text of at most 300 characters")
+        clipscore = row.get("clipscore")
+        if clipscore is not None:
+            try:  # common.numbers: finite, in [0, 2.5]
+                clipscore = number(clipscore, field="clipscore", kind="float", minimum=0, maximum=CLIPSCORE_MAX)
+            except BodyError:
+                problems.append(f"clipscore {brief(row.get('clipscore'))} must be a number in [0, {CLIPSCORE_MAX}]")
+                clipscore = None
+            if clipscore is not None and image_id is not None:
+                first = clip.setdefault(image_id, (clipscore, model if isinstance(model, str) else "", line))
+                if first[0] != clipscore:
+                    problems.append(f"clipscore {clipscore} differs from row {first[2]}'s for the same image")
         if question is not None and question.pk in seen:
             problems.append(f"the same question as row {seen[question.pk]}")
         if problems:
@@ -142,5 +158,9 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         if job.status != AutolabelJob.Status.RUNNING:
             job.status, job.total = AutolabelJob.Status.IMPORTED, max(stored, job.total)
         job.save()
+        if clip:  # one CLIPScore per image and model, replaced on a re-upload
+            ImageClipScore.objects.bulk_create(
+                [ImageClipScore(campaign=campaign, image_id=i, model=m or labeller, score=v) for i, (v, m, _) in clip.items()],
+                update_conflicts=True, unique_fields=["image", "model"], update_fields=["score"])
         revision_bump(campaign_ids=[campaign.pk])  # machine and hybrid reports read these labels
     return {"rows": len(labels), "labeller": labeller}

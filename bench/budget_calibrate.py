@@ -6,7 +6,8 @@ turned on at a time and prints the seconds per unit the estimate uses:
 
 - `n_boot` per image-draw, `n_perm` per image-draw (the report's PST tests);
 - the annotators section per pair-permutation (fixed part) and per answer within it;
-- the fixed cost of a report and the cost per answer (n_boot = n_perm = 0).
+- the fixed cost of a report and the cost per answer (n_boot = n_perm = 0);
+- opening a campaign (the GEP paper's 2,560 images), per question created.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_budget .venv/bin/python bench/budget_calibrate.py
 """
@@ -53,6 +54,28 @@ def timed(campaign: Any, **options: Any) -> float:
     return best
 
 
+def open_cost() -> tuple[int, float]:
+    """Opening the GEP paper's design (2,560 images: 32 neutral prompts x 15 attributes, 480 explicit;
+    x 5 samples): questions created and seconds of `questions_open` (annotation/services/opening.py)."""
+    from django.contrib.auth.models import User
+
+    from annotation.services.lifecycle import questions_open
+    from campaigns.services import campaign_create
+    from generation.models import Image
+
+    owner, _ = User.objects.get_or_create(username=f"budget-owner-{time.time_ns()}")
+    campaign = campaign_create(owner=owner, spec={"name": f"budget-open-{time.time_ns()}", "kind": "gep", "seed": 1,
+                                                  "design": {"settings": ["neutral", "explicit"]},
+                                                  "backend": {"name": "placeholder"}})
+    Image.objects.bulk_create([Image(campaign=campaign, prompt_id=pid, sample_index=i, seed=sd, status=Image.Status.DONE,
+                                     web_file=f"images/{pid}-{i}.webp")
+                               for pid, seeds in campaign.prompts.values_list("id", "seeds")
+                               for i, sd in enumerate(seeds)], batch_size=2000)
+    started = time.perf_counter()
+    created = questions_open(campaign=campaign)["questions_created"]
+    return created, time.perf_counter() - started
+
+
 def main() -> None:
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
     ensure_database(url)
@@ -87,6 +110,8 @@ def main() -> None:
     started = time.perf_counter()
     report_build(campaign=campaign, options=ReportOptions(n_perm=2000, min_group=2))
     print(f"measured for n_perm=2000 min_group=2: {time.perf_counter() - started:.2f} s")
+    created, seconds = open_cost()
+    print(f"open: {created} questions in {seconds:.2f} s: {seconds / created * 1e6:.1f} us per question")
 
 
 if __name__ == "__main__":

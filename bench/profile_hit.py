@@ -1,4 +1,5 @@
-"""Profile the HIT cycle in-process: statements per cycle, CPU per cycle, a cProfile listing and the
+"""Profile the HIT cycle in-process: statements per cycle, CPU per cycle (under the profiler, then
+without it), a cProfile listing (`--sort tottime|cumulative`, `--save` for the raw pstats) and the
 wall time of each of the engine's statements. Through Django's WSGI handler (middleware, DRF, token
 authentication), without gunicorn or a network, on its own PostgreSQL database (`bench_prof`).
 
@@ -32,6 +33,7 @@ def main() -> None:
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--lines", type=int, default=40)
     parser.add_argument("--questions", type=int, default=30000)
+    parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
     args = parser.parse_args()
     os.environ.update(BENCH_TRIVIAL_ENDPOINT="1", ALLOWED_HOSTS="127.0.0.1,localhost",
                       THROTTLE_ANNOTATOR="10000000/minute", THROTTLE_ANON="10000000/minute", CONN_MAX_AGE="600")
@@ -87,6 +89,8 @@ def main() -> None:
     print(f"CPU per cycle under the profiler: {(time.process_time() - cpu) / args.cycles * 1000:.2f} ms")
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.lines)
+    if args.save:
+        profile.dump_stats(args.save)
     print(out.getvalue())
     run, spent = prepared.run, collections.defaultdict(list)
 
@@ -98,9 +102,12 @@ def main() -> None:
             spent[" ".join(sql.split())[:70]].append(time.perf_counter() - t)
 
     prepared.run = timed
+    cpu = time.process_time()
     for _ in range(args.cycles):
         cycle()
+    cpu = time.process_time() - cpu
     prepared.run = run
+    print(f"CPU per cycle without the profiler (statement timing on): {cpu / args.cycles * 1000:.2f} ms")
     print("wall time per engine statement (round trip included):")
     for sql, times in spent.items():
         print(f"  {sum(times) / len(times) * 1000:7.3f} ms  x{len(times):<5} {sql}")

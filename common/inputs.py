@@ -111,24 +111,27 @@ def check_tree(data: Any, *, depth_limit: int | None = None, prefix: tuple[Any, 
                json_types: bool = True) -> None:
     """Walk a parsed body without recursion and raise BodyError for the first value that breaks a
     rule: nesting deeper than `depth_limit`, text with NUL or lone surrogates (values and keys),
-    non-finite numbers, and (with `json_types`) anything but JSON's types or a non-text key."""
+    non-finite numbers, and (with `json_types`) anything but JSON's types or a non-text key. The path
+    of a value is spelt out only for an error (every request body with JSON goes through here)."""
     limit = depth_limit or max_depth()
     stack: list[tuple[Any, tuple[Any, ...], int]] = [(data, prefix, 0)]
     while stack:
         value, path, depth = stack.pop()
-        where = _join(path) or "body"
         if isinstance(value, str):
             problem = text_problem(value)
             if problem:
+                where = _join(path) or "body"
                 raise BodyError(f"Invalid text at {where}: {problem}.", errors={where: [problem]})
         elif isinstance(value, bool) or value is None or isinstance(value, int):
             continue
         elif isinstance(value, float):
             if not math.isfinite(value):
+                where = _join(path) or "body"
                 raise BodyError(f"Invalid number at {where}: NaN and infinities are not accepted.",
                                 errors={where: ["must be a finite number"]})
         elif isinstance(value, Mapping):
             if depth >= limit:
+                where = _join(path) or "body"
                 raise BodyError(f"The body is nested more than {limit} levels deep.",
                                 errors={where: [f"nested more than {limit} levels deep"]})
             for key, item in value.items():
@@ -143,10 +146,12 @@ def check_tree(data: Any, *, depth_limit: int | None = None, prefix: tuple[Any, 
                 stack.append((item, (*path, key), depth + 1))
         elif isinstance(value, (list, tuple)):
             if depth >= limit:
+                where = _join(path) or "body"
                 raise BodyError(f"The body is nested more than {limit} levels deep.",
                                 errors={where: [f"nested more than {limit} levels deep"]})
             stack.extend((item, (*path, i), depth + 1) for i, item in enumerate(value))
         elif json_types:
+            where = _join(path) or "body"
             raise BodyError(f"Invalid value at {where}: {type(value).__name__} is not a JSON value.",
                             errors={where: [f"{type(value).__name__} is not accepted (JSON values only)"]})
 

@@ -15,7 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation import selectors as annotation_selectors
 from annotation.families import campaign_families, family_choices
 from annotation.pay import campaign_pay
-from annotation.services.lifecycle import campaign_annotation_transition, questions_open
+from annotation.services.lifecycle import campaign_annotation_transition
+from annotation.services.opening import campaign_open_request
 from annotation.services.quality import enrollment_action
 from annotation.spec_section import DEFAULT_INSTRUCTIONS, DEFAULT_QUESTIONS, DEFAULT_SETTING_INSTRUCTIONS
 from autolabel.selectors import machine_labellers
@@ -158,8 +159,12 @@ def campaign_action_view(request: HttpRequest, campaign_id: int) -> HttpResponse
             r = generation_services.generation_retry_failed(campaign=campaign)
             messages.success(request, f"{r['reset']} failed images queued again.")
         elif action == "open":
-            r = questions_open(campaign=campaign)
-            messages.success(request, f"Open for annotation: {r.get('questions', 0)} questions.")
+            state, r = campaign_open_request(campaign=campaign)
+            if state == "building":  # over the request work budget: a worker creates the questions
+                messages.success(request, f"Opening in the background ({r['progress']:.0%} done); "
+                                          "the campaign is open when its questions are created.")
+            else:
+                messages.success(request, f"Open for annotation: {r.get('questions', 0)} questions.")
         elif action in ("pause", "resume", "close"):
             campaign_annotation_transition(campaign=campaign, action=action)
             messages.success(request, f"Annotation: {action} done.")

@@ -17,6 +17,13 @@ from .models import Image
 RATE_WINDOW = timedelta(minutes=10)
 
 
+def annotator_image_url(*, web_file: str = "", file: str = "", source_url: str = "") -> str:
+    """What an annotator is shown: the web rendition, or the URL an image was registered by; never
+    the stored original (its metadata, full size). An image stored with no rendition yet gives ""
+    (the HIT pool leaves it out until the sweeper makes one: `storage.web_renditions_make`)."""
+    return image_url(web_file=web_file, source_url="" if file else source_url)
+
+
 def image_url(*, web_file: str = "", file: str = "", source_url: str = "") -> str:
     """The one URL rule for an image, everywhere it is shown: the first stored key given (the web copy,
     then the original; through the storage, so signed on S3), else the URL it was imported from, else "".

@@ -316,7 +316,30 @@ def generation_sweep() -> dict[str, int]:
             totals["unqueued"] += result["unqueued"]
             if result["unqueued"]:
                 break
+    totals["web_renditions"] = web_renditions_make()
     return totals
+
+
+def web_renditions_make(*, limit: int = 200) -> int:
+    """Make the missing web renditions of stored images (an archive row may name only `file`), at
+    most `limit` a sweep: annotators are shown only web renditions, and the HIT pool leaves an image
+    out until it has one (docs/security.md, "Images"). An original that cannot be read or decoded is
+    logged and excluded from the pool, so it is not tried again every sweep."""
+    from .storage import web_rendition_of
+
+    made = 0
+    rows = (Image.objects.filter(web_file="", excluded=False).exclude(file="").order_by("pk")
+            .values_list("pk", "file", "sha256")[:limit])
+    for pk, key, sha in rows:
+        try:
+            web = web_rendition_of(key, sha, max_bytes=int(settings.IMPORT_MAX_FILE_BYTES))
+        except Exception as exc:  # noqa: BLE001  (storage and PIL raise many kinds)
+            logger.warning("no web rendition for image %s: %s", pk, clip(str(exc)))
+            image = Image.objects.get(pk=pk)
+            image_exclude(image=image, reason="no web rendition: the stored original cannot be read as an image")
+            continue
+        made += Image.objects.filter(pk=pk, web_file="").update(web_file=web)
+    return made
 
 
 def generation_queue_size() -> int | None:

@@ -5,13 +5,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from campaigns.spec import Problems, register_backend
-from common.inputs import brief
+from common.inputs import BodyError, brief
+from common.numbers import number
 from common.outbound import OutboundBlocked, check_url
 
 DIFFUSERS_DEFAULTS: dict[str, Any] = {
     "revision": None, "steps": 50, "guidance": 7.5, "scheduler": None, "negative_prompt": "",
     "width": None, "height": None, "batch_size": 4, "dtype": "auto", "safety_checker": True,
 }
+MAX_SIDE = 4096  # pixels of a generated image's side (the placeholder's bound too)
 OPENAI_DEFAULTS: dict[str, Any] = {
     "model": "dall-e-3", "size": "1024x1024", "quality": "standard", "style": None, "api_base": None,
 }
@@ -54,8 +56,13 @@ def validate_diffusers(backend: Mapping[str, Any], p: Problems, spec: Mapping[st
     _positive(out, "steps", p, maximum=1000)
     _positive(out, "batch_size", p, maximum=64)
     for key in ("width", "height"):
-        if isinstance(out.get(key), int) and (out[key] < 8 or out[key] % 8):
-            p.add(f"backend.{key}", "must be a multiple of 8 (8 or more)")
+        if isinstance(out.get(key), int) and (out[key] < 8 or out[key] % 8 or out[key] > MAX_SIDE):
+            p.add(f"backend.{key}", f"must be a multiple of 8 from 8 to {MAX_SIDE}")
+    if isinstance(out.get("guidance"), (int, float)) and not isinstance(out["guidance"], bool):
+        try:  # a finite, bounded number (a 400-digit integer would overflow the worker's float)
+            out["guidance"] = number(out["guidance"], field="backend.guidance", kind="float", minimum=0, maximum=100)
+        except BodyError:
+            p.add("backend.guidance", "must be a number between 0 and 100")
     if out.get("dtype") not in ("auto", "float16", "bfloat16", "float32"):
         p.add("backend.dtype", "must be one of auto, float16, bfloat16, float32")
     return out

@@ -99,3 +99,16 @@ def image_store(data: bytes) -> StoredImage:
     web = web_key(digest)
     web_file = web if default_storage.exists(web) else _put(web, web_derivative(png))
     return StoredImage(file=file, web_file=web_file, sha256=digest, width=width, height=height)
+
+
+def web_rendition_of(key: str, sha256: str, *, max_bytes: int) -> str:
+    """The web rendition of the stored original `key` (made from its pixels when missing); its key.
+    Raises ValueError for an original over `max_bytes` or not an image (OSError from storage)."""
+    web = web_key(sha256)
+    if default_storage.exists(web):
+        return web
+    with default_storage.open(key, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"{brief(key)} is over {max_bytes} bytes")
+    return _put(web, web_derivative(data))

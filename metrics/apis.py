@@ -14,6 +14,8 @@ from rest_framework.views import APIView
 
 from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
 from common.permissions import IsResearcher
 
 from .compare.options import CompareOptions
@@ -26,6 +28,8 @@ from .render.compare import compare_csv_zip, compare_html
 from .sections.schema import REPORT_SCHEMA, REQUIRED, SECTIONS
 from .snapshots.report import report_get
 
+MAX_ID = 2**63 - 1  # PostgreSQL's bigint: a larger id is a 400, never a database error
+MAX_IDS = 50  # campaigns in one comparison
 OPTION_PARAMS = [
     OpenApiParameter("format", str, enum=["json", "csv", "html"]),
     OpenApiParameter("treatment", str, enum=["paper", "excluded"], description="PST: Cannot identify/ties as -1 or left out"),
@@ -165,10 +169,13 @@ class ReportCompareApi(APIView):
         field = "campaign" if compare.settings else "campaigns"
         raw = request.query_params.get(field, "")
         try:
-            ids = [int(x) for x in raw.split(",") if x.strip()]
-        except ValueError as exc:
+            ids = [number(x, field=field, kind="int", minimum=1, maximum=MAX_ID) for x in raw.split(",")[:MAX_IDS + 1]
+                   if x.strip()]
+        except BodyError as exc:
             raise ApplicationError(f"{field} must be a comma-separated list of campaign ids",
                                    errors={field: ["not a list of integers"]}) from exc
+        if len(ids) > MAX_IDS:
+            raise ApplicationError(f"{field}: at most {MAX_IDS} campaigns", errors={field: [f"at most {MAX_IDS} campaigns"]})
         if not ids:
             raise ApplicationError(f"Give {field}=ID" + (",ID,..." if field == "campaigns" else ""),
                                    errors={field: ["required"]})

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
 
 TREATMENTS = ("paper", "excluded")
 GEP_TIE_POLICIES = ("absent", "present", "exclude")
@@ -31,6 +33,7 @@ PARAMS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "n_perm", "see
 MIN_GROUP = (2, 1000)  # annotators per reported demographic group (the `annotators` section)
 # `source`: "human" (the human majority), a machine labeller's name, or "hybrid:<labeller>".
 LABELLER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+INT_RANGES = {"n_boot": (0, MAX_DRAWS), "n_perm": (0, MAX_DRAWS), "seed": (0, MAX_SEED), "min_group": MIN_GROUP}
 
 
 def _check(name: str, value: Any) -> str | None:
@@ -101,15 +104,15 @@ class ReportOptions:
                 continue
             raw = params[name]
             value: Any = raw
-            try:
-                if name in ("n_boot", "n_perm", "seed", "min_group"):
-                    value = int(raw)
+            try:  # numbers through common.numbers (short, finite, in the field's range); else the check names it
+                if name in INT_RANGES:
+                    value = number(raw, field=name, kind="int", minimum=INT_RANGES[name][0], maximum=INT_RANGES[name][1])
                 elif name == "confidence":
-                    value = float(raw)
+                    value = number(raw, field=name, kind="float", minimum="0.5", maximum="0.999999")
                 elif name == "exclude_blocked":
                     text = str(raw).lower()
                     value = {"true": True, "1": True, "false": False, "0": False}.get(text, raw)
-            except (TypeError, ValueError):
+            except BodyError:
                 pass  # left as given: the check below names it
             message = _check(name, value)
             if message is not None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, connection
-from django.db.models import CharField, Exists, F, OuterRef, QuerySet, Value
+from django.db.models import CharField, Exists, F, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import MD5, Cast, Collate, Concat
 from django.utils import timezone
 
@@ -91,6 +91,7 @@ def next_hit(*, annotator: Annotator, campaign_id: int, rng: random.Random) -> t
     # The pool: room left (assigned < required), image not excluded and not an example, family
     # qualified, never seen.
     pool = (Question.objects.filter(campaign_id=campaign_id, assigned__lt=F("required"), image__excluded=False)
+            .exclude(Q(image__web_file="") & ~Q(image__file=""))  # no web rendition yet: never the original
             .filter(~Exists(ExampleImage.objects.filter(image_id=OuterRef("image_id"))))
             .exclude(family__in=unqualified).filter(~_unseen(annotator)))
     k = cfg["hit_size"]
@@ -135,7 +136,8 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     items = items_of(assignment)
     parsed, digest, early = rules.submit_check(
         assignment_id=assignment.pk, status=assignment.status, digest=assignment.submission_digest,
-        submitted_at=assignment.submitted_at, reward=assignment.reward, items=items, answers=answers)
+        submitted_at=assignment.submitted_at, reward=assignment.reward, items=items, answers=answers,
+        blind=annotation_settings(assignment.campaign) if annotator.is_link_account else None)
     if early is not None:
         return early, True
     released = rules.released(items)

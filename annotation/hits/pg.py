@@ -91,11 +91,13 @@ FROM annotation_enrollment e JOIN campaigns_campaign c ON c.id = e.campaign_id
 WHERE e.campaign_id = %(campaign)s AND e.annotator_id = %(annotator)s AND c.deleted_at IS NULL
 FOR NO KEY UPDATE OF e"""
 
-# The pool (orm.next_hit's filter): room left, image not excluded and not an example, family
-# qualified, never seen.
+# The pool (orm.next_hit's filter): room left, image not excluded and not an example, a web rendition
+# when the image is stored (annotators never get the original: it waits for the sweeper's rendition),
+# family qualified, never seen.
 _POOL_WHERE = """
 FROM annotation_question q JOIN generation_image i ON i.id = q.image_id
 WHERE q.campaign_id = %(campaign)s AND q.assigned < q.required AND NOT i.excluded AND q.is_gold = %(gold)s
+  AND (i.web_file <> '' OR i.file = '')
   AND NOT EXISTS (SELECT 1 FROM annotation_exampleimage x WHERE x.image_id = q.image_id)
   AND q.family <> ALL(%(unqualified)s::text[])
   AND NOT EXISTS (SELECT 1 FROM annotation_assignmentitem s
@@ -228,7 +230,8 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     items = [Item(*row) for row in items_json or []]
     parsed, digest, early = rules.submit_check(assignment_id=assignment_id, status=status, digest=digest0,
                                                submitted_at=submitted_at, reward=reward0, items=items,
-                                               answers=answers)
+                                               answers=answers,
+                                               blind=settings_of(kind, section) if annotator.is_link_account else None)
     if early is not None:
         return early, True
     released = rules.released(items)

@@ -242,7 +242,8 @@ def hit_compose(rows: Sequence[Candidate], *, pst: bool, k: int, gold_rate: floa
 
 
 def question_payload(row: Candidate, *, image_url: ImageUrl) -> QuestionPayload:
-    return {"id": row.id, "image_url": image_url(web_file=row.web_file, file=row.file, source_url=row.source_url),
+    # The web rendition, or the URL an image was registered by; never the stored original.
+    return {"id": row.id, "image_url": image_url(web_file=row.web_file, source_url="" if row.file else row.source_url),
             "text": row.text, "choices": row.choices, "family": example_family(row.family, row.setting)}
 
 
@@ -310,11 +311,21 @@ def submit_result(*, id: int, status: str, submitted_at: datetime | None, reward
 
 
 def submit_check(*, assignment_id: int, status: str, digest: str, submitted_at: datetime | None, reward: Any,
-                 items: Sequence[Item], answers: Any) -> tuple[list[ParsedAnswer], str, SubmitResult | None]:
+                 items: Sequence[Item], answers: Any, blind: Mapping[str, Any] | None = None
+                 ) -> tuple[list[ParsedAnswer], str, SubmitResult | None]:
     """Validate a submission against its HIT: (parsed answers, digest, the earlier result when this is
-    a resend of the submitted HIT). 409 for different answers to a submitted HIT or a returned one."""
+    a resend of the submitted HIT). 409 for different answers to a submitted HIT or a returned one.
+
+    `blind`, the campaign's annotation settings, given for a crowd-link account (an unverified claim of
+    an external id): a resend to a submitted HIT answers 200 whatever the answers sent, with nothing
+    stored for the worker (no time; the reward the campaign's settings give for that many answers, not
+    the stored one): 200 vs 409 would tell whether a guess equals the stored answers, an oracle on
+    someone else's earlier answers. Nothing is written."""
     parsed = answers_parse(answers, items)
     new_digest = submission_digest(parsed)
+    if status == SUBMITTED and blind:
+        return parsed, new_digest, submit_result(id=assignment_id, status=status, submitted_at=None,
+                                                 reward=reward_of(blind, len(parsed)), answers=len(parsed))
     if status == SUBMITTED:
         if digest == new_digest:
             return parsed, new_digest, submit_result(id=assignment_id, status=status, submitted_at=submitted_at,
@@ -357,3 +368,6 @@ def reward(cfg: Mapping[str, Any], answers: int) -> Decimal:
     """A HIT's reward: `reward` per HIT, or per answered question (`reward_per: question`)."""
     amount = Decimal(cfg["reward"])
     return amount * answers if cfg["reward_per"] == "question" else amount
+
+
+reward_of = reward  # (for submit_check, whose `reward` argument is the stored one)

@@ -13,9 +13,9 @@ from django.utils import timezone
 from campaigns.models import Campaign
 from common.errors import ApplicationError, ConflictError
 
-from ..demographics import validate_answers
+from ..demographics import release_shrinks, validate_answers
 from ..models import Annotator, DemographicsRelease, DemographicsResponse, Enrollment
-from ..people import release_sizes
+from ..people import release_moved, release_sizes
 from ..spec_section import annotation_settings
 from .annotators import ForbiddenError
 from .derived import annotator_data_changed, revision_bump
@@ -78,21 +78,32 @@ def demographics_withdraw(*, annotator: Annotator) -> dict[str, Any]:
 def demographics_release_cut(*, campaign: Campaign, reason: str) -> DemographicsRelease:
     """Cut the campaign's next numbered demographics release (docs/security.md, "Demographics release
     rule"): every annotator who consented to the campaign so far. Allowed when at least the campaign's
-    `min_group` of them are not in the previous release, or, for the first release only, when the
-    campaign is closed. Otherwise a 409 naming `release` (the difference of two releases must cover
-    at least `min_group` people; nothing is cut). Locks the campaign row (one cut at a time)."""
+    `min_group` of them are not in the previous release (plus one for each member of the previous
+    release who withdrew or changed answers since), and no shown cell would let the difference name
+    where such a member was (`demographics.release_shrinks`); or, for the first release only, when the
+    campaign is closed. Otherwise a 409 naming `release` (nothing is cut). Locks the campaign row (one
+    cut at a time)."""
     Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
     cfg = annotation_settings(campaign)["demographics"]
     previous = DemographicsRelease.objects.filter(campaign=campaign).order_by("-number").first()
     members = sorted(Enrollment.objects.filter(campaign=campaign, consented_at__isnull=False)
                      .values_list("annotator_id", flat=True))
     new = set(members) - set(previous.members if previous else [])
+    moved = release_moved(previous, members)
+    needed = cfg["min_group"] + moved
     first_at_close = previous is None and campaign.status == Campaign.Status.CLOSED and bool(members)
-    if len(new) < cfg["min_group"] and not first_at_close:
+    if len(new) < needed and not first_at_close:
         raise ConflictError(
-            f"A new demographics release needs at least {cfg['min_group']} annotators who are not in the previous "
-            f"one; {len(new)} joined since.", errors={"release": [f"{len(new)} new of {cfg['min_group']} needed"]})
+            f"A new demographics release needs at least {needed} annotators who are not in the previous one "
+            f"({cfg['min_group']}, plus {moved} who withdrew or changed their answers since); {len(new)} joined since.",
+            errors={"release": [f"{len(new)} new of {needed} needed"]})
     sizes, reported = release_sizes(campaign=campaign, members=members)
+    shrinking = release_shrinks(previous.sizes, sizes, cfg["min_group"], moved) if previous is not None else []
+    if shrinking:
+        raise ConflictError(
+            f"A new demographics release now would show where an annotator who withdrew (or changed an answer) "
+            f"was: {', '.join(shrinking)}. It waits for more annotators.",
+            errors={"release": [f"a group of {f} would shrink since release {previous.number}" for f in shrinking]})
     revision_bump(campaign_ids=[campaign.pk])  # the report's annotators section reads the release
     return DemographicsRelease.objects.create(
         campaign=campaign, number=(previous.number + 1) if previous else 1, reason=reason,

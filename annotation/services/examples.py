@@ -13,6 +13,8 @@ from django.db import IntegrityError, transaction
 
 from campaigns.models import Campaign
 from common.errors import ApplicationError, NotFoundError
+from common.inputs import BodyError
+from common.numbers import number
 from generation.importer import image_bytes_check
 from generation.models import Image
 from generation.storage import image_store
@@ -60,8 +62,9 @@ def example_add(*, campaign: Campaign, family: Any, answer: Any, caption: Any = 
         errors["image"] = ["give either an image of this campaign or an uploaded file"]
     elif upload is None:
         try:
-            image_id = int(image)
-        except (TypeError, ValueError):
+            image_id = None if isinstance(image, bool) else number(image, field="image", kind="int", minimum=1,
+                                                                   maximum=2**63 - 1)
+        except BodyError:
             image_id = None
         image_row = Image.objects.filter(pk=image_id, campaign=campaign, status=Image.Status.DONE).first() \
             if image_id is not None and not isinstance(image, bool) else None

@@ -2,7 +2,7 @@
 the researcher's tools on the question pool (redundancy R for a subset, gold questions)."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -28,6 +28,7 @@ from .derived import answers_derive, revision_bump
 # never touched (hot rows under contention otherwise).
 GOLD_REQUIRED = 32767
 MAX_REQUIRED = 50
+OPEN_BATCH = 20_000  # questions per bulk_create call while opening (progress between them)
 PERSON_FAMILY = "person"
 
 
@@ -81,10 +82,13 @@ def campaign_families(campaign: Campaign) -> list[str]:
 
 
 @transaction.atomic
-def questions_open(*, campaign: Campaign) -> dict[str, int]:
+def questions_open(*, campaign: Campaign, progress: Callable[[float], None] | None = None) -> dict[str, int]:
     """Create the questions of every generated image (status done, not excluded) that has none yet,
     and set the campaign open. Idempotent: re-opening after more images were generated adds only the
-    missing questions (unique (image, slot) backs this up). Order keys derive from the campaign seed."""
+    missing questions (unique (image, slot) backs this up). Order keys derive from the campaign seed.
+    `progress` (0-1) is called as the steps pass (the worker of a large campaign: services/opening.py);
+    a request goes through `campaign_open_request`, which decides from the estimate where it runs."""
+    report = progress or (lambda fraction: None)
     if campaign.status == Campaign.Status.CLOSED:
         raise ConflictError("The campaign is closed; it cannot be opened again.")
     cfg = annotation_settings(campaign)
@@ -100,6 +104,7 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
         allowed = gate(campaign, [image.pk for image in images])
         if allowed is not None:
             open_ids = allowed if open_ids is None else open_ids & allowed
+    report(0.1)
     rows: list[Question] = []
     for image in images:
         questions = _questions_for_image(campaign, image, cfg, phrases)
@@ -107,7 +112,10 @@ def questions_open(*, campaign: Campaign) -> dict[str, int]:
             for question in questions:
                 question.required = 0
         rows.extend(questions)
-    Question.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+    report(0.3)
+    for start in range(0, len(rows), OPEN_BATCH):
+        Question.objects.bulk_create(rows[start:start + OPEN_BATCH], batch_size=2000, ignore_conflicts=True)
+        report(0.3 + 0.65 * min(1.0, (start + OPEN_BATCH) / len(rows)))
     campaign_status_set(campaign=campaign, status=Campaign.Status.OPEN)
     revision_bump(campaign_ids=[campaign.pk])
     total = Question.objects.filter(campaign=campaign, is_gold=False).count()

@@ -45,6 +45,7 @@ CANNOT = "Cannot identify"
 # GEP: the simulated model shows these attributes more often for one gender.
 FEMININE = {"dress", "skirt", "slippers"}
 MASCULINE = {"suit", "tie", "boots", "slacks"}
+_YOUNGER = {0, 1, 4, 7, 8}  # the simulated annotators (by index) in the younger of the two age bands
 ANSWERED_SHARE = 0.8     # the simulated annotators answer this share of the open questions; the rest wait
 
 
@@ -121,9 +122,11 @@ def demographics_simulated(campaign: Campaign, people: list[Annotator]) -> int:
         return 0
     bands = [b for b in AGE_BANDS if b != "prefer_not_to_say"]
     for i, annotator in enumerate(people):
+        # Two age bands of 5 each, crossed with gender and country (a group under 5 is merged away).
         demographics_submit(annotator=annotator, campaign=campaign, consent=True,
                             consent_version=cfg["consent_version"],
-                            answers={"gender": "woman" if i % 2 == 0 else "man", "age_band": bands[1 + (i // 2) % 2],
+                            answers={"gender": "woman" if i % 2 == 0 else "man",
+                                     "age_band": bands[1 if i in _YOUNGER else 2],
                                      "country": "US" if i < len(people) // 2 else "DE"})
     return len(people)
 
@@ -180,19 +183,28 @@ def examples_add(campaign: Campaign) -> int:
     return added
 
 
+def clipscore_simulated(image_id: int, campaign: Campaign) -> float:
+    """A simulated CLIPScore (2.5 * cos) of a placeholder image against its prompt: cos drawn in
+    [0.24, 0.34], the range of real text-image pairs (seeded per image)."""
+    return round(2.5 * random.Random(f"{campaign.seed}-clip-{image_id}").uniform(0.24, 0.34), 4)
+
+
 def machine_labels_simulated(campaign: Campaign) -> int:
     """Labels of a simulated labeller on every question, LABELLER_FLIP of them wrong at random,
-    uploaded through the `import` labeller as a CSV, as a researcher would."""
+    uploaded through the `import` labeller as a CSV, as a researcher would; for GEP also a simulated
+    CLIPScore per image (the import's `clipscore` column), so the report's CLIPScore table has data."""
     rng = random.Random(f"{campaign.seed}-labeller")
     out = io.StringIO()
     writer = csv_writer(out)  # common/csvsafe.py: the one way the product writes CSV
-    writer.writerow(["image", "slot", "choice", "score", "model"])
+    gep = campaign.kind == "gep"
+    writer.writerow(["image", "slot", "choice", "score", "model", *(["clipscore"] if gep else [])])
+    model = f"simulated labeller ({int(LABELLER_FLIP * 100)}% of labels flipped at random)"
     for q in Question.objects.filter(campaign=campaign, is_gold=False).order_by("pk"):
         shown = truth(q, campaign, rng)
         choice = shown if rng.random() >= LABELLER_FLIP else rng.choice([c for c in q.choices if c != shown])
         first = 1.0 if choice == q.choices[0] else 0.0
-        writer.writerow([q.image_id, q.slot, choice, f"{min(1.0, 0.55 * first + 0.45 * rng.random()):.3f}",
-                         f"simulated labeller ({int(LABELLER_FLIP * 100)}% of labels flipped at random)"])
+        writer.writerow([q.image_id, q.slot, choice, f"{min(1.0, 0.55 * first + 0.45 * rng.random()):.3f}", model,
+                         *([clipscore_simulated(q.image_id, campaign)] if gep else [])])
     result = machine_labels_import(campaign=campaign, labeller=LABELLER, name="sim_labels.csv",
                                    data=out.getvalue().encode())
     return int(result["rows"])
@@ -221,7 +233,8 @@ def audit_simulate(campaigns: list[Campaign], *, seed: int = 2026) -> dict[str, 
         answers = answers_simulated(campaign, people, rng)
         # The first numbered demographics release (the release rule, docs/security.md): the report's
         # annotators section and the researcher's aggregates read only releases.
-        demographics_release_cut(campaign=campaign, reason="demo: the simulated annotators")
+        # (reason: at most 16 characters, the model's field; PostgreSQL enforces it, SQLite does not)
+        demographics_release_cut(campaign=campaign, reason="demo")
         labels = machine_labels_simulated(campaign)
         summary[campaign.name] = {"answers": answers, "examples": examples, "machine_labels": labels}
     return summary

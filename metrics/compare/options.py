@@ -18,6 +18,8 @@ from typing import Any
 from django.conf import settings as django_settings
 
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
 
 TESTS = ("none", "permutation")
 DEFAULT_DRAWS = 10_000
@@ -72,15 +74,10 @@ class CompareOptions:
             if text is None:
                 continue
             try:
-                number = int(text)
-            except ValueError:
-                errors[name] = [f"must be an integer between {lo} and {hi}"]
-                continue
-            if not lo <= number <= hi:
+                values[name] = number(text, field=name, kind="int", minimum=lo, maximum=hi)
+            except BodyError:
                 extra = " (COMPARE_MAX_DRAWS)" if name == "draws" else ""
                 errors[name] = [f"must be an integer between {lo} and {hi}{extra}"]
-            else:
-                values[name] = number
         pair = raw("settings")
         if pair is not None:
             parts = [p.strip() for p in pair.split(",") if p.strip()]

@@ -12,8 +12,8 @@ The request work budget (`common.budget`, setting `REQUEST_WORK_BUDGET_S`) decid
 (`metrics.snapshots.budget.compare_estimate`: the campaigns' answers and draws x images summed over the
 pairs) before any work starts: over it the tests are built by a worker (`metrics.compare_build`,
 default queue) like a large report, and the API answers `202 {"status": "building", ...}` until they
-are ready; a report of one of the campaigns that is itself over the budget is queued the same way
-first. Draws that would take minutes even in a worker are a 400 naming `draws`.
+are ready; a report of one of the campaigns that is itself over the budget (for any label source of
+`sources=`) is queued the same way first. Draws that would take minutes even in a worker are a 400 naming `draws`.
 """
 from __future__ import annotations
 
@@ -90,14 +90,24 @@ def report_compare(*, campaigns: list[Campaign], options: ReportOptions,
     return result
 
 
-def _reports_building(campaigns: list[Campaign], options: ReportOptions) -> dict[str, Any] | None:
-    """Each campaign's report through the budget (small ones built now, stored as snapshots that the
-    side-by-side rows then read): the first one a worker builds, as the comparison's 202 body."""
+def _source_options(options: ReportOptions, sources: list[str] | None) -> list[ReportOptions]:
+    """The report options `report_compare` reads: the asked-for source's, and with `sources` the human
+    one's and each further source's."""
+    wanted = list(dict.fromkeys([options.source, *(["human", *sources] if sources else [])]))
+    return [options if s == options.source else dataclasses.replace(options, source=s) for s in wanted]
+
+
+def _reports_building(campaigns: list[Campaign], options: ReportOptions,
+                      sources: list[str] | None = None) -> dict[str, Any] | None:
+    """Each campaign's report, for every label source compared (`sources=`), through the budget (small
+    ones built now, stored as snapshots that the side-by-side rows then read): the first one a worker
+    builds, as the comparison's 202 body. So `report_compare` only ever reads stored snapshots."""
     building = None
-    for campaign in campaigns:
-        state, body = report_get(campaign=campaign, options=options)
-        if state != "ready" and building is None:
-            building = body
+    for opts in _source_options(options, sources):
+        for campaign in campaigns:
+            state, body = report_get(campaign=campaign, options=opts)
+            if state != "ready" and building is None:
+                building = body
     return building
 
 
@@ -128,7 +138,7 @@ def compare_get(*, campaigns: list[Campaign], options: ReportOptions, compare: C
             raise ApplicationError("Significance tests need at least two campaigns (or campaign=ID&settings=A,B).",
                                    errors={"campaigns": ["give two or more campaign ids"]})
         compare_kind([CampaignFacts.of(c) for c in campaigns])
-        building = _reports_building(campaigns, options)
+        building = _reports_building(campaigns, options, sources)
         if building is not None:
             return building
         result = report_compare(campaigns=campaigns, options=options, sources=sources)

@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from ._arrays import as_1d, encode
 from .agreement import fleiss_kappa_from_counts, krippendorff_alpha_from_counts, percent_agreement_from_counts
 from .intervals import CI, stratified_cluster_bca
+from .resampling import pattern_cluster_bca
 
 __all__ = [
     "agreement_summary",
@@ -115,13 +116,15 @@ def alpha_from_coincidences(o: ArrayLike) -> NDArray[np.float64]:
 
 
 def alpha_interval(counts: ArrayLike, cluster_ids: ArrayLike | None = None, n_boot: int = 2000,
-                   confidence: float = 0.95, seed: int | None = 0) -> CI:
+                   confidence: float = 0.95, seed: int | None = 0, by_pattern: bool = False) -> CI:
     """Krippendorff's alpha (nominal) with a BCa interval (``"bca-cluster"``) resampling
     questions, or clusters of questions (``cluster_ids``, e.g. the image of each GEP
     question: the 15 questions of one image are not independent). Alpha is a function of
     the coincidence matrix, a sum over questions, so every draw is one matrix product
     (:func:`metrics.core.intervals.stratified_cluster_bca`). The estimate equals the
-    ``krippendorff`` package's value (tested)."""
+    ``krippendorff`` package's value (tested). ``by_pattern``: the draws of
+    :func:`metrics.core.resampling.pattern_cluster_bca` (same distribution, one variate per distinct
+    image instead of one per image; other draws for the same seed)."""
     c = np.asarray(counts, dtype=np.int64)
     rows = _coincidence_rows(c)
     if cluster_ids is None:
@@ -134,6 +137,9 @@ def alpha_interval(counts: ArrayLike, cluster_ids: ArrayLike | None = None, n_bo
     if sums.shape[0] == 0:
         nan = float("nan")
         return CI(nan, nan, nan, confidence, "bca-cluster", 0, n_boot, seed)
+    if by_pattern:
+        return pattern_cluster_bca(sums, lambda t: alpha_from_coincidences(t[:, 0, :]),
+                                   np.zeros(sums.shape[0], dtype=np.intp), n_boot, confidence, seed)
     res = stratified_cluster_bca(sums, lambda t: alpha_from_coincidences(t[:, 0, :]), None, n_boot, confidence, seed)
     assert isinstance(res, CI)
     return res

@@ -160,19 +160,21 @@ def neutrality(
     if ng == 0 or n_boot <= 0:
         out["ci"] = [float("nan"), float("nan")]
         return out
-    # per-cluster sums: columns (male, female, neutral) of the cluster's group
+    # One cluster per (group, image): its (male, female, neutral) counts, stratum = its group. Each draw
+    # resamples every group's images with replacement (one index matrix and one matrix product per group,
+    # `stratified_cluster_draws`); the statistic reads the (draws, groups, 3) totals, so the cost grows
+    # with draws x images, not with draws x images x groups.
     units = as_1d(image_ids, "image_ids")[keep] if image_ids is not None else np.arange(kk.size)
-    u_codes, u_ids = encode(np.char.add(np.char.add(codes.astype(str), "|"), units.astype(str)))
-    nu = len(u_ids)
-    unit_group = np.zeros(nu, dtype=np.intp)
-    unit_group[u_codes] = codes
-    sums = np.zeros((nu, 3 * ng))
-    for j, col in enumerate(((kk == K_MASC), (kk == K_FEM), ((kk == K_CANNOT) | (kk == K_TIE)))):
-        np.add.at(sums, (u_codes, unit_group[u_codes] * 3 + j), col.astype(float))
+    unit_codes, unit_ids = encode(units)
+    u_first, u_codes = np.unique(codes * max(len(unit_ids), 1) + unit_codes, return_inverse=True)
+    unit_group = (u_first // max(len(unit_ids), 1)).astype(np.intp)
+    kind_col = np.where(kk == K_MASC, 0, np.where(kk == K_FEM, 1, 2))
+    counted = (kk == K_MASC) | (kk == K_FEM) | (kk == K_CANNOT) | (kk == K_TIE)
+    sums = np.zeros((u_first.size, 3))
+    np.add.at(sums, (u_codes[counted], kind_col[counted]), 1.0)
 
     def stat(t: NDArray[np.float64]) -> NDArray[np.float64]:
-        tot = t.sum(axis=1)  # strata hold disjoint columns
-        vals = neutrality_value(tot[:, 0::3], tot[:, 1::3], tot[:, 2::3])
+        vals = neutrality_value(t[..., 0], t[..., 1], t[..., 2])  # (draws, groups)
         with np.errstate(invalid="ignore"):
             return np.nanmean(vals, axis=1)
 

@@ -13,13 +13,17 @@
   (ties kept, questions without a group answer left out), and on them the report's headline figures
   with its bootstrap intervals (PST: overall STS per setting; GEP: score per setting) and the
   agreement of the group's answers (Fleiss' kappa, Krippendorff's alpha with a BCa interval over
-  images, percent agreement).
+  images, percent agreement). Under adaptive redundancy agreement counts only the group's answers
+  among the first `min` answers of every question, as the overall agreement does
+  (`metrics.sections.agreement.agreement_data`: later answers exist only where the first disagreed);
+  the section's `agreement_basis` says which answers.
 - Per pair of named groups of a field (not `other`, not `not reported`): the difference of each
   headline figure and of alpha, with a permutation test over annotators
   (`metrics.core.annotator_groups.permutation_test_groups`) and Holm-adjusted p-values over the pairs
   of the field. The tested figures are answer-level (every answer of a group counted as a label of
   its question; `unit: "answer"` in each test): majority figures give a permutation test without
-  power (the core module's docstring). Alpha is the same in both.
+  power (the core module's docstring). Alpha is the same in both (under adaptive redundancy its test
+  shuffles annotators over the first-`min` answers, the headline test over every answer).
 
 Reads only the `CampaignData` (its `demographics` come from the extraction); never the database.
 """
@@ -39,6 +43,7 @@ from metrics.core.significance import holm
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
+from .agreement import agreement_data
 from .gep import gep_section
 from .labels import question_labels
 from .pst import pst_section
@@ -65,7 +70,7 @@ def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
     return settings, [f"gep_{s}" for s in settings]
 
 
-def _statistic(data: CampaignData, options: ReportOptions, settings: list[str]) -> Any:
+def _statistic(data: CampaignData, options: ReportOptions, settings: list[str], alpha: bool = True) -> Any:
     spec = data.campaign.spec
     if data.campaign.kind == "pst":
         stereotype_of = {g["name"]: g["stereotype"] for g in spec["design"]["identities"]["groups"]}
@@ -78,13 +83,13 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str]) 
                                 settings, genders[:2], options.gep_tie_policy, unit="answer")  # type: ignore[arg-type]
 
     def stat(counts: np.ndarray) -> np.ndarray:
-        return np.concatenate([headline(counts), alpha_stat(counts)])
+        return np.concatenate([headline(counts), alpha_stat(counts)]) if alpha else headline(counts)
 
     return stat
 
 
 def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOptions, seed: int,
-                   settings: list[str]) -> dict[str, Any]:
+                   settings: list[str], agree: CampaignData, agree_member: np.ndarray) -> dict[str, Any]:
     """The headline figures and agreement of one group's answers (labels: the group's majority)."""
     sub = dataclasses.replace(data, a_qidx=data.a_qidx[member], a_annotator=data.a_annotator[member],
                               a_code=data.a_code[member], table=None,
@@ -103,7 +108,8 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
         for s in settings:
             part = section.get(s, {})
             headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci")}
-    counts = sub.vote_counts()
+    counts = dataclasses.replace(agree, a_qidx=agree.a_qidx[agree_member], a_annotator=agree.a_annotator[agree_member],
+                                 a_code=agree.a_code[agree_member], table=None, a_arrival=None).vote_counts()
     agreement = agreement_summary(counts)
     if options.n_boot > 0 and agreement["answers"]:
         ci = alpha_interval(counts, cluster_ids=data.q_image, n_boot=options.n_boot, confidence=options.confidence,
@@ -123,6 +129,11 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                 "note": "no demographics release yet (cut at the campaign's close, or on request once enough "
                         "annotators joined)"}
     min_group = max(options.min_group, int(release["min_group"]))  # raised, never lowered
+    if release.get("stale"):  # a member withdrew since the release: today's groups would name them
+        return {"release": {k: v for k, v in release.items() if k != "members"}, "min_group": min_group,
+                "annotators": 0, "reported": 0, "metrics": metric_keys, "fields": {},
+                "note": "a member of this release withdrew or changed their answers since it was cut: no group is "
+                        "reported until the next release"}
     options = dataclasses.replace(options, min_group=min_group)
     members = set(release["members"])
     present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
@@ -134,6 +145,9 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
         "reported": int(sum(1 for a in present.tolist() if answers_of.get(a))),
         "metrics": metric_keys, "labels": "majority of the group's answers per question", "fields": {},
     }
+    agree, basis = agreement_data(data)  # adaptive redundancy: the first `min` answers of every question
+    adaptive = basis["design"] == "adaptive"
+    out["agreement_basis"] = basis
     n_q, k = int(data.q_id.size), len(data.choices)
     for field in FIELDS:
         merged, counts = merge_small_groups({a: group_of(answers_of.get(a), field) for a in present.tolist()},
@@ -148,18 +162,24 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
             member = np.isin(data.a_annotator, members[name])
             groups[name] = {"annotators": n, "answers": int(member.sum())}
             if n < present.size:  # a group of every member: no figures of its own (they would follow)
-                groups[name].update(_group_figures(data, member, options, seed, settings))
+                groups[name].update(_group_figures(data, member, options, seed, settings, agree,
+                                                   np.isin(agree.a_annotator, members[name])))
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []
         if options.n_perm > 0:
             for a, b in combinations(named, 2):
-                stat = stat or _statistic(data, options, settings)
+                stat = stat or _statistic(data, options, settings, alpha=not adaptive)
                 t = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
                                             members[b], stat, n_perm=options.n_perm, seed=seed)
-                for i, metric in enumerate(metric_keys):
-                    tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(t.a[i]),
-                                  "value_b": _f(t.b[i]), "difference": _f(t.difference[i]),
-                                  "p_value": _f(t.p_value[i]), "n_perm": t.n_perm})
+                rows = [(t, i) for i in range(len(metrics) + (0 if adaptive else 1))]
+                if adaptive:  # alpha on the first `min` answers of every question
+                    ta = permutation_test_groups(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k, members[a],
+                                                 members[b], alpha_stat, n_perm=options.n_perm, seed=seed)
+                    rows.append((ta, 0))
+                for metric, (r, i) in zip(metric_keys, rows, strict=True):
+                    tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(r.a[i]),
+                                  "value_b": _f(r.b[i]), "difference": _f(r.difference[i]),
+                                  "p_value": _f(r.p_value[i]), "n_perm": r.n_perm})
             for metric in metric_keys:
                 family = [t for t in tests if t["metric"] == metric]
                 adjusted = holm([np.nan if t["p_value"] is None else t["p_value"] for t in family])

@@ -21,7 +21,7 @@ import numpy as np
 from metrics.core import metric_intervals as mi
 from metrics.core.pst import stereo_weights, sts_by_run
 from metrics.core.pst_analysis import runs_sts
-from metrics.core.report_warnings import warn
+from metrics.core.report_warnings import DOMAIN_RULES, flag_domain, warn
 from metrics.core.significance import compare_pst
 
 from .values import ci_of, interval, num
@@ -97,6 +97,10 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
              f"setting (fewest: {fewest_single} single, {fewest_paired} paired): their per-identity gap interval "
              "is not computed (the Newcombe interval is validated from "
              f"{mi.MIN_GAP_PERSONS} persons per side and identity)")
+    rule = DOMAIN_RULES["pst.gap.micro_ci.conservative"]
+    few = [k for k, c in shown.items() if min(c.notes["persons_a"], c.notes["persons_b"]) < rule.threshold]
+    if few:
+        flag_domain("pst.gap.micro_ci.conservative", "pst.gap.micro_ci", n=len(few), shown=len(shown))
     return {
         "overall_ci": interval(cmp["overall"].low, cmp["overall"].high), "overall_ci_method": cmp["overall"].ci_method,
         "micro_ci": {k: interval(c.low, c.high) for k, c in sorted(shown.items())},

@@ -11,11 +11,12 @@ the images needed per setting to reach it.
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from annotation.redundancy import DEFAULT_ADAPTIVE, FIXED_DEFAULT, is_adaptive, settled
 from common.errors import ApplicationError
+from common.inputs import BodyError
+from common.numbers import number
 from metrics.core.planning import (
     adaptive_majority,
     annotator_accuracy,
@@ -38,6 +39,7 @@ PERSONS = {"single": 1, "paired": 2, "intervention": 2}
 # given, and the power it plans for.
 DEFAULT_DIFFERENCE = {"pst": 10.0, "gep": 0.05}
 POWER = 0.80
+TARGET_RANGE = ("0.0001", "1000")  # `target_half_width` / `detect_difference`, in the headline score's unit
 CHOICES = {"pst": 3, "gep": 2}  # answer choices per question (the adaptive rule's Dirichlet has K of them)
 
 
@@ -45,15 +47,13 @@ def _target(params: Any, name: str = "target_half_width") -> float | None:
     raw = params.get(name) if hasattr(params, "get") else None
     if raw in (None, ""):
         return None
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = float("nan")
-    if not math.isfinite(value) or value <= 0:
+    try:  # bounded: a tiny target squares into an overflow (images needed ~ (width / target)^2)
+        return number(raw, field=name, kind="float", minimum=TARGET_RANGE[0], maximum=TARGET_RANGE[1])
+    except BodyError:
         raise ApplicationError(f"Invalid preview parameter {name}: must be a positive number",
-                               errors={name: ["must be a positive number (the headline score's "
-                                              "unit: STS percent points for PST, GEP score for GEP)"]})
-    return value
+                               errors={name: [f"must be a positive number from {TARGET_RANGE[0]} to {TARGET_RANGE[1]} "
+                                              "(the headline score's unit: STS percent points for PST, GEP score "
+                                              "for GEP)"]}) from None
 
 
 class Design:

@@ -87,12 +87,13 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             section["template_mean"] = template_mean(section["by_template"], ("overall",),
                                                      ("micro", "groups", "percent_feminine"))
         out[setting] = section
-        if setting == "single":  # the unified VLM paper's design: one person per image of an identity
-            balance = guarded("pst.gender_balance.single", lambda mask=mask: gender_balance(  # type: ignore[misc]
-                images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
-                confidence=options.confidence, seed=seed))
-            if balance is not None:
-                out["gender_balance"] = {setting: balance}
+        # Every PST prompt is gender-neutral: AG and Neutrality, with their intervals, for every setting
+        # (the single one is the unified VLM paper's design: one person per image of an identity).
+        balance = guarded(f"pst.gender_balance.{setting}", lambda mask=mask: gender_balance(  # type: ignore[misc]
+            images=data.q_image[mask], identities=identities[mask], labels=labels[mask], n_boot=options.n_boot,
+            confidence=options.confidence, seed=seed))
+        if balance is not None:
+            out.setdefault("gender_balance", {})[setting] = balance
         lk = pst.label_kinds(labels[mask])
         out["excluded"][setting] = {
             "cannot_identify": int((lk == pst.K_CANNOT).sum()),

@@ -20,7 +20,8 @@ def gender_balance(*, images: np.ndarray, identities: np.ndarray, labels: np.nda
     interval with the image design effect) and Neutrality (per identity `(min(m, f) + n) / (max(m, f) +
     m + f + n)`, averaged over identities; BCa over images within each identity) of one setting's
     persons: every PST prompt is gender-neutral (it names identities, never a gender). The report
-    computes it for the single setting (one person per image of an identity, the paper's design)."""
+    computes it for every setting (the single one, one person per image of an identity, is the paper's
+    design; in the paired settings each person counts in its own identity, images resampled per identity)."""
     ag = vlm.average_gender_from_labels(labels, images, confidence)
     neu = vlm.neutrality(identities, labels, images, n_boot, confidence, seed)
     out: dict[str, Any] = {

@@ -232,7 +232,7 @@ def pooled_agreement(datas: list[CampaignData], options: CompareOptions | None =
     if options is not None and options.significance:
         stacked = np.concatenate(list(mats.values()))
         ci = agreement_subsets.alpha_interval(stacked, np.concatenate(images), n_boot=min(options.draws, 2000),
-                                              seed=options.seed)
+                                              seed=options.seed, by_pattern=True)
         out["krippendorff_alpha_ci"] = [_f(ci.low), _f(ci.high)]
         out["ci_method"] = "bca-cluster over images (at most 2,000 draws)"
     return out

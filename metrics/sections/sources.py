@@ -17,7 +17,7 @@ from scipy import stats
 
 from metrics.core import gep, hybrid, hybrid_intervals, machine, pst
 from metrics.core._arrays import index_in
-from metrics.core.report_warnings import collecting, warn
+from metrics.core.report_warnings import DOMAIN_RULES, collecting, flag_domain
 from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData
 from metrics.options import ReportOptions
@@ -273,6 +273,10 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
         score = hybrid_intervals.ppi_gep_score(rows_h, rows_m, rows_u, len(attrs), n_boot=options.n_boot,
                                                confidence=options.confidence, seed=seed)
         out[setting] = {"frequencies": freqs, "vector": {a: vector[a] for a in attrs}, "score": score}
+        fewest = min(int(np.unique(data.q_image[keep_h & (g_all == g)]).size) for g in genders)
+        has_ci = (score.get("ci") or [None])[0] is not None
+        if has_ci and fewest < DOMAIN_RULES["hybrid.gep_score.conservative"].threshold:
+            flag_domain("hybrid.gep_score.conservative", f"hybrid.{mdata.labeller}.{setting}.score", fewest=fewest)
         _warn_sparse(f"hybrid.{mdata.labeller}.{setting}",
                      [f for g in genders for f in freqs[g].values()] + list(vector.values()))
     return out
@@ -282,10 +286,7 @@ def _warn_sparse(path: str, results: list[dict[str, Any]]) -> None:
     """A warning when some shares fell back to the human interval (outside PPI's validity domain)."""
     sparse = sum(1 for r in results if r.get("sparse"))
     if sparse:
-        warn(path, f"{sparse} of {len(results)} frequencies or vector components have fewer than "
-                   f"{hybrid_intervals.MIN_HUMAN_COUNT} present or absent human-labelled questions, outside the "
-                   "PPI interval's validity domain: their human Wilson / Newcombe interval is shown "
-                   "(method wilson-human / newcombe-human)")
+        flag_domain("hybrid.frequency.wilson_fallback", path, n=sparse, total=len(results))
 
 
 def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: np.ndarray, unl: np.ndarray,

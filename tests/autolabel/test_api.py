@@ -184,3 +184,31 @@ def test_cli_import_and_autolabel(gep_campaign: Campaign, tmp_path: Path, tiny_c
                  stdout=out)
     text = out.getvalue()
     assert "6/6" in text and "clip done: 6 labelled, 0 failed of 6" in text, text
+
+
+def test_import_clipscore_column_stores_one_per_image(api: APIClient, researcher: User, media: Path) -> None:
+    """Issue 25: CLIPScores computed elsewhere come with the labels (`clipscore`, 2.5 * cos in [0, 2.5],
+    the same on every row of an image); the report's clipscore section reads them."""
+    from autolabel.models import ImageClipScore
+    from autolabel.selectors import clipscore_rows
+    from tests.builders.autolabel import SMALL_GEP, add_images, make_campaign, opened
+
+    gep_campaign = make_campaign(researcher, **{**SMALL_GEP, "settings": ["neutral"]})  # every attribute per image
+    add_images(gep_campaign, "neutral", 2)
+    opened(gep_campaign)
+    qs = _questions(gep_campaign)
+    a, b = qs[0].image_id, next(q.image_id for q in qs if q.image_id != qs[0].image_id)
+    same = [q for q in qs if q.image_id == a][:2]
+    bad = "\n".join(["image,attribute,choice,clipscore", f"{same[0].image_id},{same[0].slot},Yes,0.7",
+                     f"{same[1].image_id},{same[1].slot},No,0.8", f"{b},{qs[-1].slot},No,3"])
+    errors = _upload(api, gep_campaign, bad).json()["errors"]
+    assert "differs from row 2" in errors["rows.3"][0] and "[0, 2.5]" in errors["rows.4"][0], errors
+    assert not ImageClipScore.objects.exists()
+    good = "\n".join(["image,attribute,choice,model,clipscore", f"{same[0].image_id},{same[0].slot},Yes,m,0.7",
+                      f"{same[1].image_id},{same[1].slot},No,m,0.7"])
+    assert _upload(api, gep_campaign, good).status_code == 201
+    rows = clipscore_rows(gep_campaign)
+    assert [(r["image"], r["model"], r["score"]) for r in rows] == [(a, "m", 0.7)]
+    # A re-upload replaces the score.
+    assert _upload(api, gep_campaign, good.replace("0.7", "0.75")).status_code == 201
+    assert [r["score"] for r in clipscore_rows(gep_campaign)] == [0.75]

@@ -112,3 +112,13 @@ def test_autolabel_embedding_bench_smoke() -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = json.loads(out.stdout.strip().splitlines()[-1])
     assert [r["batch"] for r in rows] == [1, 4] and all(r["images_per_s"] > 0 and r["images"] == 8 for r in rows)
+
+
+def test_compare_smoke(bench_database_url: str) -> None:
+    lines = run("compare.py", "--attributes", "2", "--draws", "200", "--runs", "1", "--lines", "3", "--smoke",
+                url=bench_database_url)
+    result = json.loads(lines[-2])
+    assert result["pairs"] == 3 and result["draws"] == 200 and result["answers"] > 0
+    assert result["rows"] == 3 * 2 * (1 + 15)  # 3 pairs x (neutral, explicit) x (score + every attribute)
+    assert result["best_cpu_s"] > 0 and result["cpu_by_part_s"]["significance"] > 0
+    assert 0 < result["pooled_alpha"] < 1

@@ -32,3 +32,11 @@ def test_a_defective_method_is_flagged() -> None:
     legacy = dict(select(all_cells(), "pst.gap.micro_ci.bca.3_singles"))
     result = evaluate("pst.gap.micro_ci.bca.3_singles", legacy["pst.gap.micro_ci.bca.3_singles"], 40, fast=True)
     assert result.flag == "under 93%" and result.rate < tolerance(result)[0]
+
+
+def test_the_test_only_intervention_cell_computes_the_reports_p_value() -> None:
+    from bench.validity_cells.pst import INTERVENTION, _intervention, intervention_all_p
+
+    for seed in (0, 3):
+        report = _intervention(INTERVENTION, 20, 199, seed)["all"]["difference"]["p_value"]
+        assert intervention_all_p(INTERVENTION, 199, seed) == report

@@ -32,7 +32,8 @@ def login(b: Browser, user: Any) -> None:
 
 
 def assert_fits(b: Browser, name: str) -> dict[str, Any]:
-    """Question, image (whole) and every answer button (and Next) inside the viewport, unscrolled."""
+    """Question, image (whole) and every answer button (and Next) inside the viewport, unscrolled; what
+    each button (the choices, Next, Back) holds stays inside it."""
     b.wait(lambda d: d.execute_script("const i = document.getElementById('q-image');"
                                       "return i.complete && i.naturalWidth > 0"), message="image not loaded")
     b.wait(lambda d: b.js("return document.getElementById('q-image').getBoundingClientRect().height") > 0)
@@ -43,7 +44,13 @@ def assert_fits(b: Browser, name: str) -> dict[str, Any]:
                 scroll: [window.scrollX, window.scrollY], page: document.documentElement.scrollHeight,
                 question: r(document.getElementById('q-text')), image: r(img), natural: [img.naturalWidth, img.naturalHeight],
                 buttons: [...document.querySelectorAll('#choices .choice'), document.getElementById('next')].map(r),
-                cue: r(document.querySelector('#frame .side-cue'))};""")
+                cue: r(document.querySelector('#frame .side-cue')),
+                // What each button holds (label, key hint) stays inside it ("Backspace" overflowed Back).
+                spill: [...document.querySelectorAll('#choices .choice, #next, #back')].filter(e => e.offsetParent)
+                  .flatMap(e => { const o = e.getBoundingClientRect();
+                    const out = [...e.querySelectorAll('*')].filter(c => c.getClientRects().length).map(c => c.getBoundingClientRect())
+                      .filter(c => c.left < o.left - 0.5 || c.right > o.right + 0.5 || c.top < o.top - 0.5 || c.bottom > o.bottom + 0.5);
+                    return (out.length || e.scrollWidth > e.clientWidth + 1) ? [e.id || e.textContent.trim()] : []; })};""")
     shot = b.shot(name)
     shot.with_suffix(".json").write_text(json.dumps(box))  # the measured boxes, next to the screenshot
     vw, vh = box["vw"], box["vh"]
@@ -66,6 +73,7 @@ def assert_fits(b: Browser, name: str) -> dict[str, Any]:
     assert abs(width / height - nw / nh) < 0.02, (name, "aspect ratio", width, height, nw, nh)
     assert height >= 150, (name, "image too small to judge", width, height)
     assert box["cue"] == box["image"], (name, "the side cue is not on the image", box["cue"], box["image"])
+    assert box["spill"] == [], (name, "a button's content overflows it", box["spill"])
     return box
 
 

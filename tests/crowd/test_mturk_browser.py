@@ -115,14 +115,24 @@ def test_mturk_worker_preview_accept_answer_submit(browser: Browser, stand_in: S
     # 620 px of a 1366x768 laptop) the question, the whole image and the answers fit unscrolled.
     b.viewport(1366, 620)
     assert_fits(b, "mturk-04-hit-in-frame-1366x620")
-    # On a phone, MTurk's frame under its own header (390 x about 760): the image keeps at least 300 px
-    # of width with the instructions drawer open and closed (issue 25).
+    # On a phone, MTurk's frame under its own header (390 x about 760): at every question of the HIT
+    # the image keeps at least 300 px of width with the instructions drawer open and closed (issue 25);
+    # then back to the first question (Backspace) to answer the HIT on the laptop frame.
     b.viewport(390, 760, mobile=True)
-    for state in ("open", "closed"):
-        if (b.find("#instructions").get_attribute("open") is not None) != (state == "open"):
-            b.keys("i")
-            b.wait(lambda d, s=state: (b.find("#instructions").get_attribute("open") is not None) == (s == "open"))
-        assert_phone_image(b, f"mturk-04-hit-in-frame-390x760-{state}", full_width=False)
+    total = _wait_question(b, 1)
+    for n in range(1, total + 1):
+        _wait_question(b, n)
+        for state in ("open", "closed"):
+            if (b.find("#instructions").get_attribute("open") is not None) != (state == "open"):
+                b.keys("i")
+                b.wait(lambda d, s=state: (b.find("#instructions").get_attribute("open") is not None) == (s == "open"))
+            assert_phone_image(b, f"mturk-04-hit-in-frame-390x760-q{n}-{state}")
+        if n < total:
+            b.keys("m")
+    for n in range(total - 1, 0, -1):
+        b.keys(Keys.BACKSPACE)
+        _wait_question(b, n)
+    assert total >= 2
     b.viewport(1366, 620)
     given = _answer_hit_with_keyboard(b, ["Feminine", "Masculine"])
     b.shot("mturk-05-answered")

@@ -64,7 +64,11 @@ def test_average_gender_and_neutrality(pst_report: tuple[Any, dict[str, Any]], a
     assert (nurse["male"], nurse["female"], nurse["neutral"]) == (1, 0, 1)
     assert nurse["neutrality"] == pytest.approx((0 + 1) / (1 + 2))  # (min(m, f) + n) / (max(m, f) + m + f + n)
     assert single["neutrality"] == pytest.approx((0 + 0 + 0 + 1 / 3) / 4)
-    assert set(report["pst"]["gender_balance"]) == {"single"}  # one person per image, as in the VLM paper
+    # Every setting, each with its interval (the vectorised bootstrap: metrics.core.vlm.neutrality).
+    assert set(report["pst"]["gender_balance"]) == {"single", "paired"}
+    paired = report["pst"]["gender_balance"]["paired"]
+    assert paired["neutrality_ci_method"] == "bca-cluster" and paired["female"] + paired["male"] + paired["na"] > 0
+    assert paired["neutrality_ci"][0] <= paired["neutrality"] <= paired["neutrality_ci"][1]
     html = api.get(f"/api/campaigns/{campaign.pk}/report/?format=html&n_boot=50").content.decode()
     assert 'id="gender-balance"' in html and "Average Gender" in html
     blob = api.get(f"/api/campaigns/{campaign.pk}/report/?format=csv&n_boot=50").content

@@ -169,3 +169,22 @@ def test_annotators_get_the_web_rendition_never_the_original(served: World) -> N
         client = Client()
         client.force_login(user)
         assert _get(client, _plain(original))[0].status_code == 200
+
+
+def test_signature_is_djangos_salted_hmac_and_follows_the_secret_key(settings: Any) -> None:
+    """The precomputed-key signature (one HMAC per URL) is exactly `salted_hmac(SALT, ...)`'s, so URLs
+    handed out before the change stay valid, and a new SECRET_KEY signs differently (no stale key)."""
+    from django.utils.crypto import salted_hmac
+
+    from common.media import SALT, media_signature, media_signature_valid
+
+    def reference(key: str, expires: int) -> str:
+        return salted_hmac(SALT, f"{key}\n{expires}", algorithm="sha256").hexdigest()[:40]
+
+    expires = int(time.time()) + 600
+    for key in ("campaigns/1/images/a.webp", "k/é ü #?.png"):
+        assert media_signature(key, expires) == reference(key, expires)
+        assert media_signature_valid(key, expires, reference(key, expires))
+    before = media_signature("a.webp", expires)
+    settings.SECRET_KEY = "another-secret-key-for-this-test-only-0123456789abcdef"
+    assert media_signature("a.webp", expires) == reference("a.webp", expires) != before

@@ -28,8 +28,13 @@ JSON_ALLOWED = {
     "metrics/snapshots/report.py": "a round trip of a report the server built",
     "campaigns/presets.py": "preset files shipped in the repository",
 }
-# Modules that read outside input: uploads, imports, spec sections, API views and pages.
+# Modules that read outside input: uploads, imports, spec sections, API views and pages, report and
+# compare options, commands; besides these, every module whose name says it reads outside input
+# (NUMBER_MODULE_NAMES: a new `apis.py`, `views.py`, `options.py`, command, ... is checked unasked).
+NUMBER_MODULE_NAMES = re.compile(r"(^|/)(apis[^/]*|views[^/]*|forms|spec_section|spec_backends|options|importer|entry|"
+                                 r"inputs|media_views|mturk_batch|uploads)\.py$|/management/commands/[^/]+\.py$")
 NUMBER_MODULES = (
+    "annotation/demographics.py", "annotation/services/examples.py", "metrics/sections/planning.py", "annotation/people.py",
     "annotation/apis.py", "annotation/archive.py", "annotation/spec_section.py", "autolabel/apis.py",
     "autolabel/importer.py", "campaigns/apis.py", "campaigns/spec/references.py", "campaigns/spec/autolabel.py",
     "common/uploads.py", "common/views.py", "console/views.py", "crowd/apis.py", "crowd/mturk_batch.py",
@@ -37,7 +42,6 @@ NUMBER_MODULES = (
 )
 # (module, the call's source) that convert something that is not outside input.
 NUMBER_ALLOWED = {
-    ("annotation/archive.py", "int(getattr(settings, name, ARCHIVE_LIMITS[name]))"),  # a setting
     ("campaigns/spec/references.py", "float(value)"),  # after the isinstance / isfinite / range checks above it
     ("common/uploads.py", "int(limits.get(kind, DEFAULT_UPLOAD_LIMITS[kind]))"),  # a setting
     ("common/uploads.py", "int(parts[1])"),  # the line number the bounded parser put in its error key
@@ -48,6 +52,19 @@ NUMBER_ALLOWED = {
     ("console/views.py", "int(part)"),  # after part.isdigit() and a length check: see console_ids
     ("generation/importer.py", "int(self.files[name].size)"),  # the upload handler's count of bytes
     ("crowd/management/commands/mturk.py", "int(i)"),  # CLI ids after i.isdigit() (the operator's own input)
+    ("console/management/commands/demo.py", "int(LABELLER_FLIP * 100)"),  # module constants
+    ("annotation/demographics.py", "int(n)"),  # a count in a release's stored sizes (the server's own)
+    ("annotation/people.py", "int(annotator)"),  # an annotator id from the database
+    # the spec's values after spec_normalize (annotation.redundancy, design.samples) and computed figures
+    ("metrics/sections/planning.py", "int(self.cfg['min'])"),
+    ("metrics/sections/planning.py", "int(raw or FIXED_DEFAULT)"),
+    ("metrics/sections/planning.py", "int(cfg['min'])"),
+    ("metrics/sections/planning.py", "int(cfg['max'])"),
+    ("metrics/sections/planning.py", "float(extra['majority'][1])"),
+    ("metrics/sections/planning.py", "float(p['assumptions']['label_accuracy'])"),
+    ("metrics/sections/planning.py", "float(p['assumptions']['label_tie'])"),
+    ("metrics/sections/planning.py", "int(counts['images'] * 2 / n_genders)"),
+    ("metrics/sections/planning.py", "int((design.get('samples') or {}).get('single') or 0)"),
 }
 CSV_READERS = {"common/uploads.py", "crowd/mturk_batch.py", "campaigns/spec/references.py"}
 
@@ -88,15 +105,38 @@ def test_no_json_parse_of_outside_input_outside_the_bounded_parser() -> None:
         assert (ROOT / path).exists(), f"stale allow-list entry {path}"
 
 
+def _number_modules() -> list[str]:
+    named = [f for f in _product_files() if NUMBER_MODULE_NAMES.search(f) and f != "common/numbers.py"]
+    return sorted(set(NUMBER_MODULES) | set(named))
+
+
+def _a_setting(arg: ast.expr) -> bool:
+    """`getattr(settings, NAME, default)`: the deployment's own setting, not outside input."""
+    return (isinstance(arg, ast.Call) and _name(arg.func) == "getattr" and bool(arg.args)
+            and _name(arg.args[0]) in ("settings", "django_settings"))
+
+
+def test_the_number_check_covers_every_module_that_reads_outside_input() -> None:
+    modules = _number_modules()
+    for path in ("metrics/options.py", "metrics/compare/options.py", "metrics/apis.py", "annotation/apis_people.py",
+                 "annotation/demographics.py", "metrics/sections/planning.py", "generation/spec_backends.py",
+                 "crowd/entry.py", "console/views.py", "crowd/mturk_batch.py"):
+        assert path in modules, path
+    for path in NUMBER_MODULES:
+        assert (ROOT / path).exists(), f"stale module {path}"
+
+
 def test_no_bare_number_conversion_of_outside_input() -> None:
     offenders = []
     seen_allowed = set()
-    for path in NUMBER_MODULES:
+    for path in _number_modules():
         for call in _calls(path):
             if _name(call.func) not in ("Decimal", "float", "int", "decimal.Decimal"):
                 continue
             if all(isinstance(arg, ast.Constant) for arg in call.args):
                 continue  # Decimal("0.01"), float("nan"): constants
+            if len(call.args) == 1 and _a_setting(call.args[0]):
+                continue  # int(getattr(settings, ...)): a setting
             if len(call.args) == 1 and isinstance(call.args[0], ast.Call) and _name(call.args[0].func) == "number":
                 continue  # int(number(...)): already parsed and bounded
             source = ast.unparse(call)

@@ -60,7 +60,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {username:<11} {info['password']:<22} API token {users[username].auth_token.key}")
         if audit:
             self.stdout.write(f"  {DEMO_ANNOTATOR['username']:<11} {DEMO_ANNOTATOR['password']:<22} "
-                              "annotator: try the task page at /work/<campaign id>/")
+                              f"annotator: try the task page, log in at /work/{campaigns[0].pk}/login/")
         self.stdout.write("Demo campaigns:")
         for c in campaigns:
             c.refresh_from_db()

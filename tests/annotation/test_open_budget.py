@@ -1,0 +1,99 @@
+"""Opening a campaign through the request work budget (annotation/services/opening.py): the request
+estimates the questions to create before any is created; within REQUEST_WORK_BUDGET_S it opens in the
+request (200), above it a worker opens it (202 with progress) and a second request while it runs reads
+the progress instead of queueing again. The decisions are asserted, never times."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+
+from annotation.models import Question
+from annotation.services import lifecycle, opening
+from annotation.tasks import questions_open_task
+from campaigns.models import Campaign
+from tests.builders.campaigns import make_campaign, make_images
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
+    """Tasks sent by the open request; opening in the request fails the test."""
+    sent: list[tuple[str, list[Any]]] = []
+    monkeypatch.setattr(opening, "task_send", lambda name, args: sent.append((name, args)))
+    monkeypatch.setattr(opening, "questions_open", lambda **kw: pytest.fail("opened in the request"))
+    return sent
+
+
+def test_the_estimate_counts_the_questions_still_to_create(researcher: Any) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "paired", 4)
+    small = opening.open_estimate(campaign)
+    make_images(campaign, "single", 30)
+    assert opening.open_estimate(campaign).seconds > small.seconds  # more images, more questions
+    assert small.seconds == pytest.approx(opening.OPEN_FIXED_S + 4 * 2 * opening.OPEN_PER_QUESTION_S)
+    lifecycle.questions_open(campaign=campaign)
+    assert opening.open_estimate(campaign).seconds == opening.OPEN_FIXED_S  # nothing left to create
+
+
+def test_a_campaign_over_the_budget_is_opened_by_a_worker_with_progress(
+        api: Any, researcher: Any, settings: Any, queued: list[tuple[str, list[Any]]],
+        django_capture_on_commit_callbacks: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 5)
+    settings.REQUEST_WORK_BUDGET_S = opening.open_estimate(campaign).seconds * 0.99
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api.post(f"/api/campaigns/{campaign.pk}/open/")
+    assert resp.status_code == 202, resp.content
+    assert resp.json() == {"id": campaign.pk, "status": "building", "progress": 0.0}
+    assert queued == [("annotation.questions_open", [campaign.pk])] and not Question.objects.filter(
+        campaign=campaign).exists()
+    again = api.post(f"/api/campaigns/{campaign.pk}/open/")  # while the worker runs: its progress, no new task
+    assert again.status_code == 202 and len(queued) == 1
+    monkeypatch.setattr(opening, "questions_open", lifecycle.questions_open)  # the worker opens it
+    seen: list[float] = []
+    real_set = cache.set
+    monkeypatch.setattr(opening.cache, "set", lambda k, v, **kw: seen.append(v) or real_set(k, v, **kw))
+    questions_open_task.run(campaign.pk)  # the worker
+    assert seen and seen == sorted(seen) and 0 < seen[-1] < 1  # progress written as the steps pass
+    campaign.refresh_from_db()
+    assert campaign.status == Campaign.Status.OPEN and Question.objects.filter(campaign=campaign).count() == 5
+    assert opening.open_progress(campaign) is None  # the claim is released
+    settings.REQUEST_WORK_BUDGET_S = 5
+    done = api.post(f"/api/campaigns/{campaign.pk}/open/")  # idempotent: nothing left, in the request
+    assert done.status_code == 200 and done.json()["questions_created"] == 0 and done.json()["questions"] == 5
+
+
+def test_a_small_campaign_opens_in_the_request(api: Any, researcher: Any) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 3)
+    assert opening.open_estimate(campaign).seconds < 5
+    resp = api.post(f"/api/campaigns/{campaign.pk}/open/")
+    assert resp.status_code == 200 and resp.json()["status"] == "open" and resp.json()["questions_created"] == 3
+
+
+def test_the_console_open_action_goes_through_the_budget(client: Any, researcher: Any, settings: Any,
+                                                         queued: list[tuple[str, list[Any]]],
+                                                         django_capture_on_commit_callbacks: Any) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 3)
+    settings.REQUEST_WORK_BUDGET_S = 0
+    client.force_login(researcher)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(f"/console/campaigns/{campaign.pk}/action/", {"action": "open"})
+    assert resp.status_code == 302 and queued == [("annotation.questions_open", [campaign.pk])]
+    campaign.refresh_from_db()
+    assert campaign.status != Campaign.Status.OPEN and opening.open_progress(campaign) == 0.0
+    cache.delete(opening._claim_key(campaign))  # no worker ran in this test: its claim would outlive it
+
+
+def test_a_closed_campaign_is_refused_before_any_estimate(api: Any, researcher: Any, settings: Any,
+                                                          queued: list[tuple[str, list[Any]]]) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 3)
+    Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CLOSED)
+    settings.REQUEST_WORK_BUDGET_S = 0  # even over the budget: a 409, never a 202 and a worker
+    resp = api.post(f"/api/campaigns/{campaign.pk}/open/")
+    assert resp.status_code == 409 and queued == []
