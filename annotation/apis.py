@@ -8,7 +8,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from django.http import HttpResponse
+from django.core.files.storage import default_storage
+from django.http import FileResponse, HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -427,16 +428,23 @@ class CampaignPaymentsCsvApi(APIView):
 # Researcher: full campaign archive (export / import)
 # ---------------------------------------------------------------------------------------------
 class CampaignExportApi(APIView):
-    """The campaign's full archive: a zip of JSON/JSONL (see annotation/archive.py)."""
+    """The campaign's full archive: a zip of JSON/JSONL (see annotation/archive.py); an archive estimated
+    over the request work budget is built by a worker: 202 with its progress until it is stored
+    (services/archiving.py)."""
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(responses={(200, "application/zip"): bytes})
-    def get(self, request: Request, campaign_id: int) -> HttpResponse:
-        from .archive import campaign_export
+    @extend_schema(responses={(200, "application/zip"): bytes, 202: outputs.CampaignOpeningOutput})
+    def get(self, request: Request, campaign_id: int) -> HttpResponse | Response:
+        from .services.archiving import campaign_archive_request
 
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
-        response = HttpResponse(campaign_export(campaign=campaign), content_type="application/zip")
+        # Through the request work budget (services/archiving.py): built here, or 202 while a worker builds it.
+        kind, value = campaign_archive_request(campaign=campaign)
+        if kind == "building":
+            return Response(value, status=status.HTTP_202_ACCEPTED)
+        response: HttpResponse | FileResponse = (HttpResponse(value, content_type="application/zip") if kind == "bytes" else
+                                  FileResponse(default_storage.open(value, "rb"), content_type="application/zip"))
         response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-archive.zip"'
         return response
 

@@ -14,9 +14,9 @@ class AnnotationConfig(AppConfig):
         spec_section.register()
         register_progress(annotation_progress)
         cli.register()
-        from .archive import campaign_archive_store
+        from .services.archiving import campaign_delete_archive
 
-        register_archiver(campaign_archive_store)
+        register_archiver(campaign_delete_archive)  # the archive, through the request work budget
         from . import tokens
 
         tokens.connect()

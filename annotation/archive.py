@@ -23,14 +23,12 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import DataError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -45,6 +43,7 @@ from generation.importer import image_url_problem
 from generation.models import Image
 from generation.storage import storage_key_problem
 
+from .families import canonical_example_family
 from .media_views import CONTENT_ADDRESSED
 from .models import (
     Annotator,
@@ -84,8 +83,10 @@ def _jsonl(rows: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode("utf-8")
 
 
-def campaign_export(*, campaign: Campaign) -> bytes:
-    """The campaign's full archive (see the module docstring), as zip bytes."""
+def campaign_export(*, campaign: Campaign, progress: Callable[[float], None] | None = None) -> bytes:
+    """The campaign's full archive (see the module docstring), as zip bytes. `progress` (0-1) is told as
+    the tables are read (a worker's build: annotation/services/archiving.py)."""
+    step = progress or (lambda fraction: None)
     pseudonyms: dict[int, str] = {}
     annotators = []
     for index, e in enumerate(Enrollment.objects.filter(campaign=campaign).order_by("pk"), start=1):
@@ -106,11 +107,14 @@ def campaign_export(*, campaign: Campaign) -> bytes:
     images = [{"id": i.pk, "prompt": i.prompt.key, **{f: getattr(i, f) for f in IMAGE_FIELDS},
                "finished_at": _iso(i.finished_at)}
               for i in Image.objects.filter(campaign=campaign).select_related("prompt").order_by("pk")]
+    step(0.1)
     questions = [{"id": q.pk, "image": q.image_id, **{f: getattr(q, f) for f in QUESTION_FIELDS}}
                  for q in Question.objects.filter(campaign=campaign).order_by("pk")]
+    step(0.3)
     answers = [{"id": a.pk, "question": a.question_id, "annotator": pseudonym(a.annotator_id), "choice": a.choice,
                 "time_ms": a.time_ms, "created_at": _iso(a.created_at), "corrects": a.corrects_id, "source": a.source}
                for a in Answer.objects.filter(campaign=campaign).order_by("pk")]
+    step(0.7)
     qualifications = []
     for q in Qualification.objects.filter(campaign=campaign).order_by("pk"):
         qualifications.append({
@@ -130,6 +134,7 @@ def campaign_export(*, campaign: Campaign) -> bytes:
                 "counts": {"prompts": len(prompts), "images": len(images), "questions": len(questions),
                            "answers": len(answers), "annotators": len(annotators),
                            "qualifications": len(qualifications), "examples": len(examples)}}
+    step(0.75)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True))
@@ -138,14 +143,6 @@ def campaign_export(*, campaign: Campaign) -> bytes:
                            ("examples", examples)):
             zf.writestr(f"{name}.jsonl", _jsonl(rows))
     return out.getvalue()
-
-
-def campaign_archive_store(campaign: Campaign) -> str:
-    """Store the campaign's archive in the media storage; returns its key (registered with
-    campaigns.registry: runs before a campaign is soft-deleted)."""
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
-    return default_storage.save(f"archives/campaign-{campaign.pk}-{stamp}.zip",
-                                ContentFile(campaign_export(campaign=campaign)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,7 +381,10 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campa
             keys = [str(r.get("file") or ""), str(r.get("web_file") or "")]
             if image is None and not all(CONTENT_ADDRESSED.match(k) for k in keys):
                 raise _bad(f"{where}: an uploaded example needs content-addressed file and web_file keys")
-            ExampleImage.objects.create(campaign=campaign, family=str(_need(r, "family", where))[:220],
+            family = canonical_example_family(str(_need(r, "family", where)))[:220]  # old person:intervention
+            if image is not None and ExampleImage.objects.filter(family=family, image_id=image_ids[image]).exists():
+                continue  # an old archive's intervention example of an image already a paired one
+            ExampleImage.objects.create(campaign=campaign, family=family,
                                         image_id=image_ids[image] if image is not None else None,
                                         file="" if image is not None else keys[0],
                                         web_file="" if image is not None else keys[1],

@@ -32,6 +32,13 @@ def example_family(family: str, setting: str) -> str:
     return f"{PERSON}:{SHOWN_AS.get(setting, setting)}" if family == PERSON else family
 
 
+def canonical_example_family(key: str) -> str:
+    """An example family as annotators may see it: an old `person:intervention` (stored before the
+    intervention setting was shown as paired) becomes `person:paired`; any other key is kept."""
+    prefix, _, setting = key.partition(":")
+    return f"{PERSON}:{SHOWN_AS[setting]}" if prefix == PERSON and setting in SHOWN_AS else key
+
+
 def family_choices(key: str) -> list[str]:
     """The answers a question of this example family offers."""
     return list(PERSON_CHOICES if key.startswith(PERSON + ":") else ATTRIBUTE_CHOICES)

@@ -18,7 +18,7 @@ from common.errors import ApplicationError, NotFoundError
 from generation.models import Image
 from generation.selectors import annotator_image_url
 
-from .families import family_instructions
+from .families import canonical_example_family, family_instructions
 from .models import (
     AggregatedLabel,
     Annotator,
@@ -117,7 +117,7 @@ def examples_list(*, campaign: Campaign) -> list[dict[str, Any]]:
             url = annotator_image_url(web_file=e.image.web_file, file=e.image.file, source_url=e.image.source_url)
         else:
             url = annotator_image_url(web_file=e.web_file, file=e.file)
-        out.append({"id": e.pk, "family": e.family, "image": e.image_id, "image_url": url, "answer": e.answer,
+        out.append({"id": e.pk, "family": canonical_example_family(e.family), "image": e.image_id, "image_url": url, "answer": e.answer,
                     "caption": e.caption})
     return out
 

@@ -34,3 +34,12 @@ def questions_open_task(campaign_id: int) -> None:
     from .services.opening import campaign_open_run
 
     campaign_open_run(campaign_id=campaign_id)
+
+
+@shared_task(name="annotation.campaign_archive_build", queue="default", ignore_result=True)
+def campaign_archive_build_task(campaign_id: int) -> None:
+    """Build and store a campaign archive too large for a request (over REQUEST_WORK_BUDGET_S:
+    services/archiving.py)."""
+    from .services.archiving import campaign_archive_run
+
+    campaign_archive_run(campaign_id=campaign_id)

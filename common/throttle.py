@@ -40,6 +40,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .accounts import username_key
 from .clientaddr import client_address
+from .counters import window_incr
 from .inputs import BodyError, json_loads
 
 logger = logging.getLogger(__name__)
@@ -66,9 +67,7 @@ def _bucket(kind: str, address: str, window: int) -> tuple[str, int]:
 
 
 def _incr(key: str, timeout: int) -> int:
-    if cache.add(key, 1, timeout=timeout):
-        return 1
-    return int(cache.incr(key))
+    return window_incr(cache, key, timeout)  # one atomic round trip on Redis (common/counters.py)
 
 
 class Throttled(Exception):

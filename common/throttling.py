@@ -6,8 +6,8 @@
 production); when the cache is unreachable the throttles let requests through rather than turning
 an outage of Redis into an outage of annotation.
 
-Each rate is a fixed-window counter taken with the cache's atomic `add` + `incr` (one Redis INCR per
-request): DRF's stock throttles keep a history list that they read, extend and write back, so
+Each rate is a fixed-window counter taken with one atomic increment (`common.counters.window_incr`:
+one Redis round trip per request, a Lua INCR + EXPIRE): DRF's stock throttles keep a history list that they read, extend and write back, so
 parallel requests each read the same history and all pass (640 parallel requests went through a
 600/min limit). Here request n of a window is refused for every n over the rate, however many run
 at once (tests/security/test_accounts.py::test_rate_throttle_is_atomic_under_100_parallel_requests).
@@ -23,6 +23,7 @@ from django.conf import settings
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from .clientaddr import client_address
+from .counters import window_incr
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +60,7 @@ class _SettingsRateMixin:
         now = time.time()
         start = int(now // window) * window
         key = f"{ident}:w{start}"
-        if self.cache.add(key, 1, timeout=window + 1):  # type: ignore[attr-defined]
-            count = 1
-        else:
-            count = int(self.cache.incr(key))  # type: ignore[attr-defined]  # atomic (Redis INCR)
+        count = window_incr(self.cache, key, window + 1)  # type: ignore[attr-defined]  # one atomic round trip
         if count <= allowed:
             return True
         self._wait = max(1.0, math.ceil(start + window - now))

@@ -122,3 +122,9 @@ def test_compare_smoke(bench_database_url: str) -> None:
     assert result["rows"] == 3 * 2 * (1 + 15)  # 3 pairs x (neutral, explicit) x (score + every attribute)
     assert result["best_cpu_s"] > 0 and result["cpu_by_part_s"]["significance"] > 0
     assert 0 < result["pooled_alpha"] < 1
+
+
+def test_archive_export_smoke(bench_database_url: str) -> None:
+    lines = run("archive_export.py", "--sizes", "3000", "--smoke", url=bench_database_url)
+    (row,) = json.loads(lines[-2])
+    assert row["answers"] > 2000 and row["rows"] > row["answers"] and row["estimate_s"] > 0 and row["cpu_s"] > 0
