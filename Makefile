@@ -46,7 +46,7 @@ lint: setup-test
 	$(BIN)/python -m ruff check .
 	$(BIN)/lint-imports
 
-# mypy with the Django plugin on the typed core (files listed in pyproject.toml [tool.mypy]).
+# mypy with the Django plugin over every product package (files listed in pyproject.toml [tool.mypy]).
 typecheck: setup-test
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} REDIS_URL=$${REDIS_URL:-$(TEST_REDIS_URL)} $(BIN)/mypy
 

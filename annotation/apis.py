@@ -24,6 +24,7 @@ from common.clientaddr import client_address
 from common.csvsafe import csv_dict_writer
 from common.edge import body_parse
 from common.errors import ApplicationError, NotFoundError
+from common.jsonviews import JSONOnlyView
 from common.numbers import number
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher, user_is_researcher
@@ -32,7 +33,7 @@ from common.tokens import token_expires_at
 from common.uploads import upload_check
 
 from . import inputs, outputs, selectors
-from .families import campaign_families
+from .families import design_example_families
 from .hits import answers_submit, assignment_heartbeat, assignment_next, assignment_return
 from .models import Annotator, Assignment
 from .services.annotators import annotator_create, annotator_update, enrollment_consent
@@ -214,7 +215,7 @@ class CampaignExamplesApi(APIView):
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         return Response({"examples": selectors.examples_list(campaign=campaign),
-                         "families": campaign_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
+                         "families": design_example_families(campaign.kind, campaign.spec), "per_family": EXAMPLES_PER_FAMILY})
 
     @extend_schema(request=inputs.ExampleCreateInput, responses={201: outputs.ExampleOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
@@ -308,7 +309,7 @@ def nothing_now(*, campaign_id: int, annotator: Annotator) -> Response:
     return response
 
 
-class AssignmentNextApi(APIView):
+class AssignmentNextApi(JSONOnlyView):
     """Get a HIT: 201 new, 200 the one already held, 204 nothing left for this annotator: with a
     `Retry-After` header (seconds) when more may come later (adaptive redundancy: answers in flight
     may reopen questions), without one when the annotator is finished."""
@@ -344,7 +345,7 @@ class AssignmentReturnApi(APIView):
         return Response({"id": assignment.pk, "status": assignment.status})
 
 
-class AssignmentSubmitApi(APIView):
+class AssignmentSubmitApi(JSONOnlyView):
     """{"answers": [{"question", "choice", "time_ms"}]} -> 200 {"id", "status", "answers", ...}."""
 
     permission_classes = [IsAuthenticated]

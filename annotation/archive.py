@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import DataError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -88,7 +88,7 @@ def campaign_export(*, campaign: Campaign, progress: Callable[[float], None] | N
     the tables are read (a worker's build: annotation/services/archiving.py)."""
     step = progress or (lambda fraction: None)
     pseudonyms: dict[int, str] = {}
-    annotators = []
+    annotators: list[dict[str, Any]] = []
     for index, e in enumerate(Enrollment.objects.filter(campaign=campaign).order_by("pk"), start=1):
         pseudonyms[e.annotator_id] = f"annotator-{index}"
         annotators.append({"id": pseudonyms[e.annotator_id], "status": e.status, "status_reason": e.status_reason,
@@ -171,7 +171,7 @@ def _lines(zf: SafeZip, name: str) -> list[dict[str, Any]]:
     most ARCHIVE_MAX_ROWS of them."""
     if not zf.exists(name):
         raise _bad(f"{name} is missing")
-    rows = []
+    rows: list[dict[str, Any]] = []
     max_rows = _limit("ARCHIVE_MAX_ROWS")
     try:
         for number_, row in json_lines(zf.lines(name, limit=_limit("ARCHIVE_MAX_MEMBER_BYTES"), max_line=MAX_LINE_BYTES),
@@ -232,19 +232,8 @@ def _image_rows_check(rows: list[dict[str, Any]]) -> None:
         raise ApplicationError(f"Invalid campaign archive: {first}; nothing was stored.", errors=errors)
 
 
-@transaction.atomic
-def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campaign:
-    """Create a new campaign from an archive (see the module docstring). All or nothing."""
-    try:
-        zf = SafeZip(data)
-    except ZipMemberError as exc:
-        raise _bad("not a zip file") from exc
-    # Every member bounded before a byte is read: the uncompressed total, each member, and the
-    # compression ratio (a zip bomb); members are then streamed line by line (`_lines`).
-    problems = zf.problems(max_total=_limit("ARCHIVE_MAX_TOTAL_BYTES"), max_member=_limit("ARCHIVE_MAX_MEMBER_BYTES"),
-                           max_ratio=_limit("ARCHIVE_MAX_RATIO"))
-    if problems:
-        raise _bad("; ".join(problems[:5]))
+def _manifest_read(zf: SafeZip) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest's campaign block and its spec, checked by the API's own validators."""
     try:  # common.inputs: the bounded JSON parser (depth, size, clean text)
         manifest = json_loads(_read(zf, "manifest.json"), max_bytes=MANIFEST_MAX_BYTES, field="manifest.json")
     except BodyError as exc:
@@ -256,15 +245,172 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campa
     meta = manifest.get("campaign")
     if not isinstance(meta, dict) or not isinstance(meta.get("spec"), dict):
         raise _bad("manifest.json: campaign.spec is missing")
-    status = meta.get("status")
-    if status not in Campaign.Status.values:
-        raise _bad(f"manifest.json: unknown status {brief(status)}")
+    if meta.get("status") not in Campaign.Status.values:
+        raise _bad(f"manifest.json: unknown status {brief(meta.get('status'))}")
     # The same validators as the API's paths, before anything is written (and everything below runs
     # in this one transaction: any error leaves nothing behind).
     spec = _spec_checked(meta["spec"])
     if meta.get("kind", spec["kind"]) != spec["kind"]:
         raise _bad(f"manifest.json: campaign.kind {brief(meta.get('kind'))} differs from the spec's kind",
                    "kind")
+    return meta, spec
+
+
+def _prompts_create(campaign: Campaign, prompts: list[dict[str, Any]]) -> dict[Any, Prompt]:
+    by_key = {}
+    for n, p in enumerate(prompts, start=1):
+        where = f"prompts.jsonl line {n}"
+        by_key[_need(p, "key", where)] = Prompt(
+            campaign=campaign, key=p["key"], position=_int(_need(p, "position", where)),
+            setting=str(_need(p, "setting", where)), text=str(_need(p, "text", where)),
+            metadata=_need(p, "metadata", where), samples=_int(_need(p, "samples", where)),
+            seeds=_need(p, "seeds", where), template_index=_int(p.get("template_index") or 0),
+            template=str(p.get("template") or ""))
+    Prompt.objects.bulk_create(list(by_key.values()), batch_size=2000)
+    return by_key
+
+
+def _images_create(campaign: Campaign, rows: list[dict[str, Any]], by_key: dict[Any, Prompt]) -> dict[int, int]:
+    """{archive image id: new image id}."""
+    new_images = []
+    for n, r in enumerate(rows, start=1):
+        where = f"images.jsonl line {n}"
+        prompt = by_key.get(_need(r, "prompt", where))
+        if prompt is None:
+            raise _bad(f"{where}: unknown prompt {r['prompt']!r}")
+        fields = {f: r[f] for f in IMAGE_FIELDS if f in r}
+        new_images.append(Image(campaign=campaign, prompt=prompt,
+                                finished_at=parse_datetime(r.get("finished_at") or "") or None, **fields))
+    Image.objects.bulk_create(new_images, batch_size=2000)
+    return {_int(_need(r, "id", "images.jsonl")): image.pk for r, image in zip(rows, new_images, strict=True)}
+
+
+def _questions_create(campaign: Campaign, zf: SafeZip, image_ids: dict[int, int]) -> dict[int, int]:
+    """{archive question id: new question id}."""
+    rows = _lines(zf, "questions.jsonl")
+    new_questions = []
+    for n, r in enumerate(rows, start=1):
+        where = f"questions.jsonl line {n}"
+        image_id = image_ids.get(_need(r, "image", where))
+        if image_id is None:
+            raise _bad(f"{where}: unknown image {r['image']!r}")
+        new_questions.append(Question(campaign=campaign, image_id=image_id,
+                                      **{f: r[f] for f in QUESTION_FIELDS if f in r}))
+    Question.objects.bulk_create(new_questions, batch_size=2000)
+    return {_int(r["id"]): q.pk for r, q in zip(rows, new_questions, strict=True)}
+
+
+def _annotators_create(campaign: Campaign, zf: SafeZip) -> dict[str, Annotator]:
+    """{pseudonymous archive id: new imported annotator} (with the enrollments the archive holds)."""
+    User = get_user_model()
+    annotators: dict[str, Annotator] = {}
+    for n, r in enumerate(_lines(zf, "annotators.jsonl"), start=1):
+        pseudo = str(_need(r, "id", f"annotators.jsonl line {n}"))
+        user = User.objects.create_user(username=f"imported-{campaign.pk}-{pseudo}"[:150])
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        annotators[pseudo] = Annotator.objects.create(user=user, kind=Annotator.Kind.IMPORTED)
+        if r.get("enrolled", True):
+            Enrollment.objects.create(campaign=campaign, annotator=annotators[pseudo],
+                                      status=r.get("status") or Enrollment.Status.ACTIVE,
+                                      status_reason=r.get("status_reason") or "",
+                                      consented_at=parse_datetime(r.get("consented_at") or "") or None,
+                                      consent_text=r.get("consent_text") or "")
+    return annotators
+
+
+def _annotator(annotators: dict[str, Annotator], value: Any, where: str) -> Annotator:
+    if value not in annotators:
+        raise _bad(f"{where}: unknown annotator {value!r}")
+    return annotators[value]
+
+
+def _answers_create(campaign: Campaign, zf: SafeZip, question_ids: dict[int, int],
+                    annotators: dict[str, Annotator]) -> None:
+    answer_ids: dict[int, Answer] = {}
+    pending = []
+    for n, r in enumerate(_lines(zf, "answers.jsonl"), start=1):
+        where = f"answers.jsonl line {n}"
+        qid = question_ids.get(_need(r, "question", where))
+        if qid is None:
+            raise _bad(f"{where}: unknown question {r['question']!r}")
+        pending.append((r, Answer(campaign=campaign, question_id=qid,
+                                  annotator=_annotator(annotators, r.get("annotator"), where),
+                                  choice=str(_need(r, "choice", where)),
+                                  time_ms=None if r.get("time_ms") is None else _int(r["time_ms"]),
+                                  source="archive-import")))
+    # originals first, then corrections in archive order (each links an already created row)
+    for r, answer in pending:
+        if r.get("corrects") is not None:
+            if r["corrects"] not in answer_ids:
+                raise _bad(f"answers.jsonl: answer {r.get('id')!r} corrects unknown answer {r['corrects']!r}")
+            answer.corrects = answer_ids[r["corrects"]]
+        answer.save()
+        answer_ids[_int(_need(r, "id", "answers.jsonl"))] = answer
+    created = {a.pk: parse_datetime(r.get("created_at") or "") for r, a in pending}
+    for pk, when in created.items():
+        if when:
+            Answer.objects.filter(pk=pk).update(created_at=when)
+
+
+def _qualifications_create(campaign: Campaign, zf: SafeZip, image_ids: dict[int, int],
+                           annotators: dict[str, Annotator]) -> None:
+    for n, r in enumerate(_lines(zf, "qualifications.jsonl"), start=1):
+        where = f"qualifications.jsonl line {n}"
+        q = Qualification.objects.create(
+            campaign=campaign, name=str(r.get("name") or r.get("family"))[:200], family=_need(r, "family", where),
+            instructions=r.get("instructions") or "",
+            pass_fraction=number(r.get("pass_fraction", 1.0), field=f"{where}: pass_fraction", kind="float",
+                                 minimum=0, maximum=1),
+            retake_after_minutes=_int(r.get("retake_after_minutes", 60)), max_attempts=_int(r.get("max_attempts", 2)))
+        for it in r.get("items") or []:
+            if it.get("image") not in image_ids:
+                raise _bad(f"{where}: unknown image {it.get('image')!r}")
+            QualificationItem.objects.create(qualification=q, image_id=image_ids[it["image"]],
+                                             position=_int(it.get("position") or 0), text=str(it.get("text") or ""),
+                                             choices=it.get("choices") or [], correct=str(it.get("correct") or ""))
+        for at in r.get("attempts") or []:
+            QualificationAttempt.objects.create(qualification=q,
+                                                annotator=_annotator(annotators, at.get("annotator"), where),
+                                                answers=at.get("answers") or [], correct=_int(at.get("correct") or 0),
+                                                total=_int(at.get("total") or 0), passed=bool(at.get("passed")))
+
+
+def _examples_create(campaign: Campaign, zf: SafeZip, image_ids: dict[int, int]) -> None:
+    for n, r in enumerate(_lines(zf, "examples.jsonl") if zf.exists("examples.jsonl") else [], start=1):
+        where = f"examples.jsonl line {n}"
+        image = r.get("image")
+        if image is not None and image not in image_ids:
+            raise _bad(f"{where}: unknown image {image!r}")
+        keys = [str(r.get("file") or ""), str(r.get("web_file") or "")]
+        if image is None and not all(CONTENT_ADDRESSED.match(k) for k in keys):
+            raise _bad(f"{where}: an uploaded example needs content-addressed file and web_file keys")
+        family = canonical_example_family(str(_need(r, "family", where)))[:220]  # old person:intervention
+        if image is not None and ExampleImage.objects.filter(family=family, image_id=image_ids[image]).exists():
+            continue  # an old archive's intervention example of an image already a paired one
+        ExampleImage.objects.create(campaign=campaign, family=family,
+                                    image_id=image_ids[image] if image is not None else None,
+                                    file="" if image is not None else keys[0],
+                                    web_file="" if image is not None else keys[1],
+                                    answer=str(_need(r, "answer", where))[:100],
+                                    caption=str(r.get("caption") or "")[:300], order=_int(r.get("order") or 0))
+
+
+@transaction.atomic
+def campaign_import(*, owner: User, data: bytes | BinaryIO) -> Campaign:
+    """Create a new campaign from an archive (see the module docstring). All or nothing: one
+    transaction holds every member's rows, written in dependency order by the helpers above."""
+    try:
+        zf = SafeZip(data)
+    except ZipMemberError as exc:
+        raise _bad("not a zip file") from exc
+    # Every member bounded before a byte is read: the uncompressed total, each member, and the
+    # compression ratio (a zip bomb); members are then streamed line by line (`_lines`).
+    problems = zf.problems(max_total=_limit("ARCHIVE_MAX_TOTAL_BYTES"), max_member=_limit("ARCHIVE_MAX_MEMBER_BYTES"),
+                           max_ratio=_limit("ARCHIVE_MAX_RATIO"))
+    if problems:
+        raise _bad("; ".join(problems[:5]))
+    meta, spec = _manifest_read(zf)
     prompts = _lines(zf, "prompts.jsonl")
     image_rows = _lines(zf, "images.jsonl")
     _image_rows_check(image_rows)
@@ -272,124 +418,14 @@ def campaign_import(*, owner: AbstractBaseUser, data: bytes | BinaryIO) -> Campa
         campaign = Campaign.objects.create(
             owner=owner, name=str(meta.get("name") or spec["name"])[:200],
             kind=spec["kind"], seed=_int(meta.get("seed") or 0), spec=spec,
-            spec_version=_int(spec.get("version") or 1), status=status, prompt_count=len(prompts),
+            spec_version=_int(spec.get("version") or 1), status=meta["status"], prompt_count=len(prompts),
             images_planned=sum(_int(p.get("samples") or 0) for p in prompts))
-        by_key = {}
-        for n, p in enumerate(prompts, start=1):
-            where = f"prompts.jsonl line {n}"
-            by_key[_need(p, "key", where)] = Prompt(
-                campaign=campaign, key=p["key"], position=_int(_need(p, "position", where)),
-                setting=str(_need(p, "setting", where)), text=str(_need(p, "text", where)),
-                metadata=_need(p, "metadata", where), samples=_int(_need(p, "samples", where)),
-                seeds=_need(p, "seeds", where), template_index=_int(p.get("template_index") or 0),
-                template=str(p.get("template") or ""))
-        Prompt.objects.bulk_create(list(by_key.values()), batch_size=2000)
-        image_ids: dict[int, int] = {}
-        rows = image_rows
-        new_images = []
-        for n, r in enumerate(rows, start=1):
-            where = f"images.jsonl line {n}"
-            prompt = by_key.get(_need(r, "prompt", where))
-            if prompt is None:
-                raise _bad(f"{where}: unknown prompt {r['prompt']!r}")
-            fields = {f: r[f] for f in IMAGE_FIELDS if f in r}
-            new_images.append(Image(campaign=campaign, prompt=prompt, finished_at=parse_datetime(r.get("finished_at")
-                                                                                                 or "") or None,
-                                    **fields))
-        Image.objects.bulk_create(new_images, batch_size=2000)
-        for r, image in zip(rows, new_images, strict=True):
-            image_ids[_int(_need(r, "id", "images.jsonl"))] = image.pk
-        question_ids: dict[int, int] = {}
-        rows = _lines(zf, "questions.jsonl")
-        new_questions = []
-        for n, r in enumerate(rows, start=1):
-            where = f"questions.jsonl line {n}"
-            image_id = image_ids.get(_need(r, "image", where))
-            if image_id is None:
-                raise _bad(f"{where}: unknown image {r['image']!r}")
-            new_questions.append(Question(campaign=campaign, image_id=image_id,
-                                          **{f: r[f] for f in QUESTION_FIELDS if f in r}))
-        Question.objects.bulk_create(new_questions, batch_size=2000)
-        for r, q in zip(rows, new_questions, strict=True):
-            question_ids[_int(r["id"])] = q.pk
-        User = get_user_model()
-        annotators: dict[str, Annotator] = {}
-        for n, r in enumerate(_lines(zf, "annotators.jsonl"), start=1):
-            pseudo = str(_need(r, "id", f"annotators.jsonl line {n}"))
-            user = User.objects.create_user(username=f"imported-{campaign.pk}-{pseudo}"[:150])
-            user.set_unusable_password()
-            user.save(update_fields=["password"])
-            annotators[pseudo] = Annotator.objects.create(user=user, kind=Annotator.Kind.IMPORTED)
-            if r.get("enrolled", True):
-                Enrollment.objects.create(campaign=campaign, annotator=annotators[pseudo],
-                                          status=r.get("status") or Enrollment.Status.ACTIVE,
-                                          status_reason=r.get("status_reason") or "",
-                                          consented_at=parse_datetime(r.get("consented_at") or "") or None,
-                                          consent_text=r.get("consent_text") or "")
-
-        def annotator(value: Any, where: str) -> Annotator:
-            if value not in annotators:
-                raise _bad(f"{where}: unknown annotator {value!r}")
-            return annotators[value]
-
-        answer_ids: dict[int, Answer] = {}
-        rows = _lines(zf, "answers.jsonl")
-        pending = []
-        for n, r in enumerate(rows, start=1):
-            where = f"answers.jsonl line {n}"
-            qid = question_ids.get(_need(r, "question", where))
-            if qid is None:
-                raise _bad(f"{where}: unknown question {r['question']!r}")
-            pending.append((r, Answer(campaign=campaign, question_id=qid, annotator=annotator(r.get("annotator"), where),
-                                      choice=str(_need(r, "choice", where)),
-                                      time_ms=None if r.get("time_ms") is None else _int(r["time_ms"]),
-                                      source="archive-import")))
-        # originals first, then corrections in archive order (each links an already created row)
-        for r, answer in pending:
-            if r.get("corrects") is not None:
-                if r["corrects"] not in answer_ids:
-                    raise _bad(f"answers.jsonl: answer {r.get('id')!r} corrects unknown answer {r['corrects']!r}")
-                answer.corrects = answer_ids[r["corrects"]]
-            answer.save()
-            answer_ids[_int(_need(r, "id", "answers.jsonl"))] = answer
-        created = {a.pk: parse_datetime(r.get("created_at") or "") for r, a in pending}
-        for pk, when in created.items():
-            if when:
-                Answer.objects.filter(pk=pk).update(created_at=when)
-        for n, r in enumerate(_lines(zf, "qualifications.jsonl"), start=1):
-            where = f"qualifications.jsonl line {n}"
-            q = Qualification.objects.create(
-                campaign=campaign, name=str(r.get("name") or r.get("family"))[:200], family=_need(r, "family", where),
-                instructions=r.get("instructions") or "", pass_fraction=number(r.get("pass_fraction", 1.0), field=f"{where}: pass_fraction", kind="float",
-                                                            minimum=0, maximum=1),
-                retake_after_minutes=_int(r.get("retake_after_minutes", 60)), max_attempts=_int(r.get("max_attempts", 2)))
-            for it in r.get("items") or []:
-                if it.get("image") not in image_ids:
-                    raise _bad(f"{where}: unknown image {it.get('image')!r}")
-                QualificationItem.objects.create(qualification=q, image_id=image_ids[it["image"]],
-                                                 position=_int(it.get("position") or 0), text=str(it.get("text") or ""),
-                                                 choices=it.get("choices") or [], correct=str(it.get("correct") or ""))
-            for at in r.get("attempts") or []:
-                QualificationAttempt.objects.create(qualification=q, annotator=annotator(at.get("annotator"), where),
-                                                    answers=at.get("answers") or [], correct=_int(at.get("correct") or 0),
-                                                    total=_int(at.get("total") or 0), passed=bool(at.get("passed")))
-        for n, r in enumerate(_lines(zf, "examples.jsonl") if zf.exists("examples.jsonl") else [], start=1):
-            where = f"examples.jsonl line {n}"
-            image = r.get("image")
-            if image is not None and image not in image_ids:
-                raise _bad(f"{where}: unknown image {image!r}")
-            keys = [str(r.get("file") or ""), str(r.get("web_file") or "")]
-            if image is None and not all(CONTENT_ADDRESSED.match(k) for k in keys):
-                raise _bad(f"{where}: an uploaded example needs content-addressed file and web_file keys")
-            family = canonical_example_family(str(_need(r, "family", where)))[:220]  # old person:intervention
-            if image is not None and ExampleImage.objects.filter(family=family, image_id=image_ids[image]).exists():
-                continue  # an old archive's intervention example of an image already a paired one
-            ExampleImage.objects.create(campaign=campaign, family=family,
-                                        image_id=image_ids[image] if image is not None else None,
-                                        file="" if image is not None else keys[0],
-                                        web_file="" if image is not None else keys[1],
-                                        answer=str(_need(r, "answer", where))[:100], caption=str(r.get("caption") or "")[:300],
-                                        order=_int(r.get("order") or 0))
+        image_ids = _images_create(campaign, image_rows, _prompts_create(campaign, prompts))
+        question_ids = _questions_create(campaign, zf, image_ids)
+        annotators = _annotators_create(campaign, zf)
+        _answers_create(campaign, zf, question_ids, annotators)
+        _qualifications_create(campaign, zf, image_ids, annotators)
+        _examples_create(campaign, zf, image_ids)
     except ApplicationError:
         raise
     except (TypeError, ValueError, KeyError, OverflowError, DataError) as exc:

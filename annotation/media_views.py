@@ -26,6 +26,7 @@ from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.storage import default_storage
 from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_safe
 
 from common.media import media_signature_valid
@@ -100,7 +101,7 @@ def _path(key: str) -> Path:
 
 
 @require_safe
-def media_serve(request: HttpRequest, key: str) -> HttpResponse:
+def media_serve(request: HttpRequest, key: str) -> HttpResponseBase:
     """The bare URL: for a logged-in user who may see the file."""
     path = _path(key)
     if not media_readable_by(_user(request), key):
@@ -109,7 +110,7 @@ def media_serve(request: HttpRequest, key: str) -> HttpResponse:
 
 
 @require_safe
-def media_serve_signed(request: HttpRequest, expires: int, signature: str, key: str) -> HttpResponse:
+def media_serve_signed(request: HttpRequest, expires: int, signature: str, key: str) -> HttpResponseBase:
     """A signed URL (common.media): valid until it expires, for whoever holds it."""
     path = _path(key)
     if not media_signature_valid(key, expires, signature):
@@ -117,10 +118,11 @@ def media_serve_signed(request: HttpRequest, expires: int, signature: str, key: 
     return _send(path, key)
 
 
-def _send(path: Path, key: str) -> HttpResponse:
+def _send(path: Path, key: str) -> HttpResponseBase:
     suffix = path.suffix.lower()
     content_type = IMAGE_TYPES.get(suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     header = getattr(settings, "MEDIA_SERVE_HEADER", "") or ""
+    response: HttpResponseBase
     if header == "X-Accel-Redirect":
         response = HttpResponse(content_type=content_type)
         prefix = getattr(settings, "MEDIA_ACCEL_PREFIX", "/protected-media/")

@@ -52,7 +52,7 @@ def run(sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         # `SELECT 1` round trip at the request's first transaction or ORM cursor) has nothing left to
         # learn. A token-authenticated request's first statement is this one (the token lookup), which
         # ran before that check anyway; a dead connection fails it and is closed at the request's end.
-        db.health_check_done = True
+        db.health_check_done = True  # type: ignore[attr-defined]  # Django's own flag, not in django-stubs
         # Rows only when the statement returned some (psycopg's `description` would build a Column
         # object per column on every call just to answer that: ~7% of a HIT cycle's CPU).
         result = raw.pgresult

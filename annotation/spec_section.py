@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from campaigns.presets import PST_INSTRUCTIONS_INTRO, PST_QUESTIONS, PST_SETTING_INSTRUCTIONS
-from campaigns.spec import Problems, is_missing
+from campaigns.spec import GEP, KINDS, PST, SETTINGS_BY_KIND, Problems, is_missing
 from common.inputs import BodyError, brief
 from common.numbers import number
 from common.templates import template_problem
@@ -27,7 +27,6 @@ DEFAULT_QUESTIONS = {
     **PST_QUESTIONS,
     "attribute": "Do you see a person {phrase}?",
 }
-SETTINGS = {"pst": ("single", "paired", "intervention"), "gep": ("neutral", "explicit")}
 DEFAULT_SETTING_INSTRUCTIONS: dict[str, dict[str, str]] = {"pst": dict(PST_SETTING_INSTRUCTIONS), "gep": {}}
 DEFAULT_INSTRUCTIONS = {
     "pst": PST_INSTRUCTIONS_INTRO,
@@ -63,13 +62,17 @@ _KEYS = ("redundancy", *_NUMBERS, "instructions", "consent_text", "questions", "
 
 def default_hit_size(kind: str) -> int:
     """GEP: 10 questions per HIT (the paper's batches); PST: 5 whole images per HIT."""
-    return 5 if kind == "pst" else 10
+    return 5 if kind == PST else 10
 
 
 def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Normalise the `annotation` section: fill defaults, record a problem per bad field."""
+    """Normalise the `annotation` section: fill defaults, record a problem per bad field.
+
+    Long because it is one check per documented key of the section (docs/annotation.md), in the
+    documented order, each adding its problem and writing its default: splitting it would scatter one
+    public contract over helpers that share the collector and the half-built result."""
     kind = spec.get("kind") if isinstance(spec, Mapping) else None
-    kind = kind if kind in ("pst", "gep") else "gep"
+    kind = kind if kind in KINDS else GEP
     if is_missing(raw) or raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
@@ -99,13 +102,13 @@ def validate_annotation(raw: Any, p: Problems, spec: Mapping[str, Any]) -> dict[
         out[key] = value
     by_setting = raw.get("setting_instructions", DEFAULT_SETTING_INSTRUCTIONS[kind])
     if not isinstance(by_setting, Mapping):
-        p.add("annotation.setting_instructions", f"must be an object: setting -> text ({', '.join(SETTINGS[kind])})")
+        p.add("annotation.setting_instructions", f"must be an object: setting -> text ({', '.join(SETTINGS_BY_KIND[kind])})")
         by_setting = DEFAULT_SETTING_INSTRUCTIONS[kind]
     out["setting_instructions"] = {}
     for key, value in by_setting.items():
-        if key not in SETTINGS[kind]:
+        if key not in SETTINGS_BY_KIND[kind]:
             p.add(f"annotation.setting_instructions.{key}",
-                  f"unknown setting {key!r} (allowed: {', '.join(SETTINGS[kind])})")
+                  f"unknown setting {key!r} (allowed: {', '.join(SETTINGS_BY_KIND[kind])})")
         elif not isinstance(value, str) or not value.strip():
             p.add(f"annotation.setting_instructions.{key}", "must be a non-empty string")
         else:

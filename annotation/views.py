@@ -14,6 +14,7 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views import View
@@ -55,7 +56,7 @@ class AnnotatorSignupForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         # Username and password rules are the sign-up service's (the same as POST /api/annotators/).
-        data = super().clean()
+        data = super().clean() or {}
         p1, p2 = data.get("password1"), data.get("password2")
         if p1 and p2 and p1 != p2:
             self.add_error("password2", "The two passwords differ.")
@@ -104,7 +105,7 @@ class WorkLoginView(auth_views.LoginView):
     template_name = "annotation/login.html"
     redirect_authenticated_user = True
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         self.campaign = _campaign(kwargs["campaign_id"])
         return super().dispatch(request, *args, **kwargs)
 

@@ -51,7 +51,7 @@ def _load(kind: str, name: str, revision: str | None) -> Loaded:
     dtype = torch.float16 if device.startswith("cuda") and getattr(settings, "AUTOLABEL_FP16", True) else torch.float32
     cls = CLIPModel if kind == "clip" else BlipForQuestionAnswering
     kwargs: dict[str, Any] = {"revision": revision} if revision else {}
-    model = cls.from_pretrained(name, dtype=dtype, **kwargs).to(device).eval()
+    model = cls.from_pretrained(name, dtype=dtype, **kwargs).to(device).eval()  # type: ignore[arg-type]
     processor = AutoProcessor.from_pretrained(name, **kwargs)
     return Loaded(model, processor, name, revision or _revision_of(model, name), device, dtype)
 

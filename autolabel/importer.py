@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
+from annotation.families import attribute_family
 from annotation.models import Question
 from annotation.services.derived import revision_bump
 from campaigns.models import Campaign
@@ -55,6 +56,44 @@ def _int(value: Any, field: str) -> int | None:
         return None
 
 
+def _row_question(row: dict[str, Any], questions: dict[int, list[Question]], by_key: dict[tuple[str, int], int],
+                  problems: list[str]) -> tuple[int | None, Question | None]:
+    """The image and the one question a row names (by image or prompt key and sample, then slot /
+    attribute / family); None for either with the reason added to `problems`."""
+    image_id = None
+    if "image" in row:
+        image_id = _int(row["image"], "image")
+        if image_id is None or image_id not in questions:
+            problems.append(f"image {brief(row['image'])} is not an image of this campaign with questions")
+            image_id = None
+    elif "prompt_key" in row and "sample_index" in row:
+        sample = _int(row["sample_index"], "sample_index")
+        image_id = by_key.get((str(row["prompt_key"]), sample)) if sample is not None else None
+        if image_id is None:
+            problems.append(f"no image {brief(row['prompt_key'])} sample {brief(row['sample_index'])}")
+        elif image_id not in questions:
+            problems.append(f"image {image_id} has no questions (open the campaign first, or it is excluded)")
+            image_id = None
+    else:
+        problems.append("give image, or prompt_key and sample_index")
+    question = None
+    if image_id is not None:
+        candidates = questions[image_id]
+        if "slot" in row:
+            candidates = [q for q in candidates if q.slot == str(row["slot"])]
+        if "attribute" in row:
+            candidates = [q for q in candidates if q.family == attribute_family(str(row["attribute"]))]
+        if "family" in row:
+            candidates = [q for q in candidates if q.family == str(row["family"])]
+        if len(candidates) == 1:
+            question = candidates[0]
+        elif not candidates:
+            problems.append("no question of this image matches slot / attribute / family")
+        else:
+            problems.append(f"{len(candidates)} questions of this image match: give slot (e.g. left / right)")
+    return image_id, question
+
+
 def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data: bytes) -> dict[str, Any]:
     """Validate every row, then upsert all labels in one transaction; 400 naming rows otherwise."""
     labeller = labeller_name_check(labeller)
@@ -73,39 +112,9 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
             errors.setdefault("file", []).append(f"more than {MAX_ROWS:,} rows: split the file")
             break
         problems: list[str] = []
-        image_id = None
-        if "image" in row:
-            image_id = _int(row["image"], "image")
-            if image_id is None or image_id not in questions:
-                problems.append(f"image {brief(row['image'])} is not an image of this campaign with questions")
-                image_id = None
-        elif "prompt_key" in row and "sample_index" in row:
-            sample = _int(row["sample_index"], "sample_index")
-            image_id = by_key.get((str(row["prompt_key"]), sample)) if sample is not None else None
-            if image_id is None:
-                problems.append(f"no image {brief(row['prompt_key'])} sample {brief(row['sample_index'])}")
-            elif image_id not in questions:
-                problems.append(f"image {image_id} has no questions (open the campaign first, or it is excluded)")
-                image_id = None
-        else:
-            problems.append("give image, or prompt_key and sample_index")
+        image_id, question = _row_question(row, questions, by_key, problems)
         if row.get("labeller") not in (None, labeller):
             problems.append(f"labeller {brief(row['labeller'])} is not the upload's labeller {labeller!r}")
-        question = None
-        if image_id is not None:
-            candidates = questions[image_id]
-            if "slot" in row:
-                candidates = [q for q in candidates if q.slot == str(row["slot"])]
-            if "attribute" in row:
-                candidates = [q for q in candidates if q.family == f"attribute:{row['attribute']}"]
-            if "family" in row:
-                candidates = [q for q in candidates if q.family == str(row["family"])]
-            if len(candidates) == 1:
-                question = candidates[0]
-            elif not candidates:
-                problems.append("no question of this image matches slot / attribute / family")
-            else:
-                problems.append(f"{len(candidates)} questions of this image match: give slot (e.g. left / right)")
         choice = row.get("choice")
         if choice is None:
             problems.append("choice is missing")
@@ -136,7 +145,7 @@ def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data:
         if problems:
             errors.setdefault(f"rows.{line}", []).extend(f"row {line}: {p}" for p in problems)
             continue
-        assert question is not None
+        assert question is not None and choice is not None  # both checked above (a problem otherwise)
         seen[question.pk] = line
         labels.append(MachineLabel(campaign=campaign, question=question, labeller=labeller, choice=choice,
                                    score=score, model=model, params={"import": name[:200], "row": line}))

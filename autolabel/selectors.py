@@ -26,6 +26,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
+from annotation.families import family_attribute
 from campaigns.models import Campaign
 
 from .models import AutolabelJob, HumanSampleImage, ImageClipScore, MachineLabel, MachineLabelFailure
@@ -50,7 +51,7 @@ def machine_label_arrays(campaign: Campaign, labeller: str) -> list[dict[str, An
         meta = meta or {}
         out.append({
             "question": qid, "image": image_id, "family": family,
-            "attribute": family.split(":", 1)[1] if family.startswith("attribute:") else None,
+            "attribute": family_attribute(family),
             "slot": slot, "setting": setting, "prompt_key": meta.get("prompt_key"),
             "sample_index": meta.get("sample_index"), "metadata": meta, "choices": list(choices or []),
             "choice": choice, "score": score, "raw": raw_similarity(params), "model": model,

@@ -150,7 +150,7 @@ def labels_compute(*, job_id: int, run: int, question_ids: list[int]) -> dict[st
     with transaction.atomic():
         MachineLabel.objects.bulk_create([
             MachineLabel(campaign_id=job.campaign_id, question_id=r.question_id, labeller=job.labeller,
-                         choice=r.choice, score=r.score, model=str(prov.get("model", ""))[:300],
+                         choice=r.choice or "", score=r.score, model=str(prov.get("model", ""))[:300],
                          revision=str(prov.get("revision", ""))[:100], params={**prov.get("params", {}), **r.extra})
             for r in ok], ignore_conflicts=True)
         MachineLabelFailure.objects.filter(labeller=job.labeller, question_id__in=[r.question_id for r in ok]).delete()

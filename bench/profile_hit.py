@@ -18,6 +18,7 @@ import pstats
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _django import ensure_database, setup  # noqa: E402
@@ -34,10 +35,13 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=40)
     parser.add_argument("--questions", type=int, default=30000)
     parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
+    parser.add_argument("--redis", action="store_true",
+                        help="keep REDIS_URL: the throttles count in Redis, as in production (round trips counted)")
     args = parser.parse_args()
     os.environ.update(BENCH_TRIVIAL_ENDPOINT="1", ALLOWED_HOSTS="127.0.0.1,localhost",
                       THROTTLE_ANNOTATOR="10000000/minute", THROTTLE_ANON="10000000/minute", CONN_MAX_AGE="600")
-    os.environ.pop("REDIS_URL", None)
+    if not args.redis:
+        os.environ.pop("REDIS_URL", None)
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
     ensure_database(url)
     setup(url)
@@ -77,9 +81,22 @@ def main() -> None:
 
     for _ in range(20):  # warm: imports, prepared statements
         cycle()
+    import redis
+    redis_commands: list[str] = []
+    send = redis.Redis.execute_command
+
+    def counted(self: Any, *cmd: Any, **options: Any) -> Any:
+        redis_commands.append(str(cmd[0]))
+        return send(self, *cmd, **options)
+
+    redis.Redis.execute_command = counted  # type: ignore[method-assign]
     with CaptureQueriesContext(connection) as ctx:
         cycle()
-    print(f"statements per cycle: {len(ctx.captured_queries)}")
+    redis.Redis.execute_command = send  # type: ignore[method-assign]
+    sqls = [q["sql"] for q in ctx.captured_queries]
+    tx = sum(sql in ("BEGIN", "COMMIT", "ROLLBACK") for sql in sqls)
+    print(f"statements per cycle: {len(sqls)} (BEGIN/COMMIT: {tx}; SAVEPOINT: {sum('SAVEPOINT' in q for q in sqls)})")
+    print(f"Redis commands per cycle: {len(redis_commands)} {collections.Counter(redis_commands) if redis_commands else ''}")
     profile = cProfile.Profile(time.process_time)
     cpu = time.process_time()
     profile.enable()

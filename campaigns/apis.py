@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from campaigns.spec import KINDS
 from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.parsers import SPEC_PARSERS
@@ -52,7 +53,7 @@ class SpecInputSerializer(serializers.Serializer):
 
     version = serializers.IntegerField(required=False, help_text="Spec format version (1).")
     name = serializers.CharField(max_length=200)
-    kind = serializers.ChoiceField(choices=["pst", "gep"])
+    kind = serializers.ChoiceField(choices=list(KINDS))
     seed = serializers.IntegerField(required=False)
     description = serializers.CharField(required=False, allow_blank=True)
     design = serializers.JSONField(help_text="Settings, identities or attributes, samples (docs/spec.md).")

@@ -15,7 +15,7 @@ from .registry import progress_providers
 def campaign_list(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Campaign]:
     """Campaigns the user may see: their own; staff see all. Soft-deleted ones are hidden."""
     qs = Campaign.objects.filter(deleted_at__isnull=True)
-    if not user.is_staff:
+    if not getattr(user, "is_staff", False):
         qs = qs.filter(owner_id=user.pk)
     return qs
 

@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.spec import PST
 from common.errors import ApplicationError, ConflictError
 from common.tasks import task_send
 
@@ -28,7 +30,7 @@ def _inline_max_prompts() -> int:
 
 
 @transaction.atomic
-def campaign_create(*, owner: AbstractBaseUser, spec: Any) -> Campaign:
+def campaign_create(*, owner: User, spec: Any) -> Campaign:
     """Validate `spec` and store the campaign with its normalised spec and its prompts.
 
     Raises `SpecError` (400, every problem by field path, limits included) before anything is
@@ -113,7 +115,7 @@ def campaign_prompts_sweep(*, stale_s: float) -> list[int]:
     """Re-publish the expansion of campaigns whose prompts are still pending after `stale_s`
     seconds without a change (the task was lost: flushed broker, dead worker past retries).
     Duplicates are harmless: the expansion resumes where the prompts end."""
-    cutoff = timezone.now() - timezone.timedelta(seconds=stale_s)
+    cutoff = timezone.now() - timedelta(seconds=stale_s)
     ids = list(Campaign.objects.filter(prompts_pending=True, deleted_at__isnull=True, updated_at__lt=cutoff)
                .values_list("id", flat=True))
     for campaign_id in ids:
@@ -155,7 +157,7 @@ def campaign_references_upload(*, campaign: Campaign, data: bytes) -> dict[str, 
     if campaign.status == Campaign.Status.CLOSED:
         raise ConflictError("The campaign is closed: its references can no longer be changed.",
                             errors={"status": ["closed"]})
-    if campaign.kind != "pst":
+    if campaign.kind != PST:
         raise ApplicationError("References (%F per identity) apply to PST campaigns only.",
                                errors={"file": ["this is not a PST campaign"]})
     uploaded, errors = parse_references_csv(data)

@@ -33,7 +33,7 @@ def unsafe_parsers() -> list[tuple[str, str]]:
     safe = (parsers.JSONParser, parsers.YAMLParser, parsers.FormParser, parsers.MultiPartParser)
     out = []
     for route, view in api_views():
-        for parser in view.parser_classes:
+        for parser in getattr(view, "parser_classes", ()):
             if not (isinstance(parser, type) and issubclass(parser, safe)):
                 out.append((route, f"{getattr(parser, '__module__', '?')}.{getattr(parser, '__name__', parser)}"))
     return out

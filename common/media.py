@@ -67,4 +67,4 @@ class MediaStorage(FileSystemStorage):
         key = name.replace("\\", "/").lstrip("/")
         expires = media_expires()
         # In the path, not the query: the URL still ends with the file's name and extension.
-        return f"{settings.MEDIA_URL.rstrip('/')}/signed/{expires}/{media_signature(key, expires)}/{quote(key)}"
+        return f"{str(settings.MEDIA_URL).rstrip('/')}/signed/{expires}/{media_signature(key, expires)}/{quote(key)}"

@@ -109,15 +109,6 @@ def _origin(url: str) -> _Origin:
     return _Origin(scheme, host, port or _DEFAULT_PORTS[scheme], parts.path or "/")
 
 
-def normalise_base(base: str) -> str:
-    """A base URL in the canonical form allow-lists compare: scheme://host[:port]/path without a
-    trailing slash (default ports left out)."""
-    o = _origin(base)
-    port = "" if o.port == _DEFAULT_PORTS[o.scheme] else f":{o.port}"
-    host = f"[{o.host}]" if ":" in o.host else o.host
-    return f"{o.scheme}://{host}{port}{o.path.rstrip('/')}"
-
-
 def under_base(url: str, bases: Iterable[str]) -> bool:
     """Whether `url` lies under one of `bases`: same scheme, host and port, and a path equal to the
     base's path or below it at a segment boundary (``/v1`` admits ``/v1/x``, not ``/v10``)."""
@@ -189,7 +180,7 @@ class _GuardedBackend(httpcore.SyncBackend):
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as exc:
             raise httpcore.ConnectError(f"cannot resolve {clip(host, 100)}: {clip(exc, 100)}") from None
-        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
         for address in addresses:  # every answer must pass: a mixed answer is refused whole
             reason = address_refusal(address)
             if reason:
@@ -210,7 +201,7 @@ class _AddressRefused(httpcore.ConnectError):
 def _transport() -> httpx.HTTPTransport:
     transport = httpx.HTTPTransport(trust_env=False, retries=0)
     # httpx builds its httpcore pool without a way to name the network backend; set it on the pool.
-    transport._pool._network_backend = _GuardedBackend()  # type: ignore[attr-defined]
+    transport._pool._network_backend = _GuardedBackend()
     return transport
 
 

@@ -10,13 +10,13 @@ RESEARCHER_GROUP = "researchers"
 def user_is_researcher(user: AbstractBaseUser | AnonymousUser) -> bool:
     if not user or not user.is_authenticated:
         return False
-    if user.is_staff or user.is_superuser:
+    if getattr(user, "is_staff", False) or getattr(user, "is_superuser", False):
         return True
     # Cache on the instance: permission checks run several times per request.
     cached = getattr(user, "_is_researcher", None)
     if cached is None:
         cached = user.groups.filter(name=RESEARCHER_GROUP).exists()  # type: ignore[attr-defined]
-        user._is_researcher = cached  # type: ignore[union-attr]
+        setattr(user, "_is_researcher", cached)  # noqa: B010  (a per-request cache, not a model field)
     return bool(cached)
 
 

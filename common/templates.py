@@ -16,11 +16,6 @@ from .inputs import brief
 _FORMATTER = string.Formatter()
 
 
-def template_fields(value: str) -> list[str]:
-    """The placeholder names of a template (raises ValueError for an unbalanced brace)."""
-    return [field for _, field, _, _ in _FORMATTER.parse(value) if field is not None]
-
-
 def template_problem(value: Any, allowed: Iterable[str], required: Iterable[str] = ()) -> str | None:
     """Why `value` is not an acceptable template, or None."""
     if not isinstance(value, str):

@@ -183,7 +183,8 @@ def login_username(request: HttpRequest) -> str | None:
     normalised once (Django's `request.content_type`: parameters dropped, lower case, so
     `Application/JSON; Charset=UTF-8` is JSON as it is for DRF's parsers), JSON through the input
     rules, every other type as a form. Every login path's throttle reads the name through here."""
-    if request.content_type == "application/json" or request.content_type.endswith("+json"):
+    content_type = request.content_type or ""
+    if content_type == "application/json" or content_type.endswith("+json"):
         try:
             data = json_loads(request.body or b"{}")  # the input rules: bounded depth, clean text
         except BodyError:

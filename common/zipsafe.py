@@ -15,7 +15,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from .errors import ApplicationError
 from .inputs import brief
@@ -48,19 +48,24 @@ def _damage_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+_DAMAGE_ERRORS = _damage_errors()
+
+
 RATIO_FLOOR = 1024 * 1024  # members smaller than this are never refused for their compression ratio
 
 
 class SafeZip:
     """A zip from outside. `source`: bytes, a path, or a binary file object."""
 
-    def __init__(self, source: bytes | str | Path | BinaryIO, *, field: str = "archive"):
+    def __init__(self, source: bytes | str | Path | IO[bytes], *, field: str = "archive"):
         self.field = field
         handle: Any = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
         try:
             self.zip = zipfile.ZipFile(handle)
             infos = self.zip.infolist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, *_damage_errors()) as exc:
+        except (zipfile.LargeZipFile, NotImplementedError) as exc:
+            raise ZipMemberError(f"not a zip file ({brief(str(exc), 120)[1:-1]})", field=field) from None
+        except _DAMAGE_ERRORS as exc:
             raise ZipMemberError(f"not a zip file ({brief(str(exc), 120)[1:-1]})", field=field) from None
         self.members = {info.filename: info for info in infos if not info.is_dir()}
 

@@ -12,6 +12,7 @@ from annotation.models import AggregatedLabel
 from annotation.pay import campaign_pay
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_list
+from campaigns.spec import NEUTRAL, SINGLE
 from generation.models import Image
 from generation.selectors import image_url
 
@@ -74,8 +75,8 @@ def questions_per_image(campaign: Campaign) -> dict[str, int]:
     attribute, explicit 1."""
     design = campaign.spec.get("design") or {}
     if campaign.kind == Campaign.Kind.PST:
-        return {s: (1 if s == "single" else 2) for s in design.get("settings", [])}
-    return {s: (len(design.get("attributes") or []) if s == "neutral" else 1) for s in design.get("settings", [])}
+        return {s: (1 if s == SINGLE else 2) for s in design.get("settings", [])}
+    return {s: (len(design.get("attributes") or []) if s == NEUTRAL else 1) for s in design.get("settings", [])}
 
 
 def filter_options(campaign: Campaign) -> dict[str, list[str]]:

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -13,13 +14,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation import selectors as annotation_selectors
-from annotation.families import campaign_families, family_choices
+from annotation.families import design_example_families, family_choices
 from annotation.pay import campaign_pay
 from annotation.services.lifecycle import campaign_annotation_transition
 from annotation.services.opening import campaign_open_request
 from annotation.services.quality import enrollment_action
 from annotation.spec_section import DEFAULT_INSTRUCTIONS, DEFAULT_QUESTIONS, DEFAULT_SETTING_INSTRUCTIONS
 from autolabel.selectors import machine_labellers
+from campaigns.models import Campaign
 from campaigns.selectors import campaign_progress
 from campaigns.services import campaign_create
 from campaigns.spec import spec_load_text
@@ -55,6 +57,14 @@ IMAGES_PER_PAGE = 48
 REPORT_OPTION_KEYS = ("treatment", "gep_tie_policy", "aggregation", "n_boot", "source")
 
 
+
+def _signed_in(request: HttpRequest) -> User:
+    """The researcher of a console page (every page is behind the researcher login)."""
+    user = request.user
+    if not isinstance(user, User):
+        raise PermissionError("a console page needs a signed-in researcher")
+    return user
+
 def _errors(exc: ApplicationError) -> list[tuple[str, str]]:
     """(dotted path, message) pairs of an application error, for the error list."""
     out = [(path, msg) for path, msgs in exc.errors.items() for msg in msgs]
@@ -86,7 +96,7 @@ def campaign_new_view(request: HttpRequest) -> HttpResponse:
                 if not spec_text.strip():
                     raise ApplicationError("Write a spec or upload a spec file.", errors={"spec": ["required"]})
                 spec = spec_load_text(spec_text)
-            campaign = campaign_create(owner=request.user, spec=spec)
+            campaign = campaign_create(owner=_signed_in(request), spec=spec)
         except ApplicationError as exc:
             errors = _errors(exc)
         else:
@@ -135,10 +145,10 @@ def campaign_detail_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         "actions": [(a, ACTIONS[a]) for a in ctx["step"]["actions"]],
         "work_url": request.build_absolute_uri(f"/work/{campaign.pk}/"),
         "questions_per_image": selectors.questions_per_image(campaign),
-        "polling": campaign.status in ("generating", "open"),
+        "polling": campaign.status in (Campaign.Status.GENERATING, Campaign.Status.OPEN),
         "spec_json": json.dumps(campaign.spec, indent=2, ensure_ascii=False),
         # Fair pay (annotation/pay.py): one query, once annotation has started.
-        "pay": campaign_pay(campaign=campaign) if campaign.status in ("open", "paused", "closed") else None,
+        "pay": campaign_pay(campaign=campaign) if campaign.status in (Campaign.Status.OPEN, Campaign.Status.PAUSED, Campaign.Status.CLOSED) else None,
     })
 
 
@@ -190,7 +200,7 @@ def image_grid_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "campaign": campaign, "page": page, "cards": cards, "nav": "campaigns", "filters": filters,
         "options": selectors.filter_options(campaign), "query": query,
         "cards_json": {str(c["id"]): c for c in cards},
-        "editable": campaign.status != "closed",
+        "editable": campaign.status != Campaign.Status.CLOSED,
         "example_setup": _example_setup(campaign),
     })
 
@@ -198,7 +208,7 @@ def image_grid_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def _example_setup(campaign: Any) -> dict[str, Any]:
     """What the grid's "use as example" form needs: the campaign's example families, their answers,
     and the examples already chosen, by image (uploads are listed under "uploads")."""
-    families = campaign_families(campaign.kind, campaign.spec)
+    families = design_example_families(campaign.kind, campaign.spec)
     by_image: dict[str, list[dict[str, Any]]] = {}
     for e in annotation_selectors.examples_list(campaign=campaign):
         by_image.setdefault(str(e["image"]) if e["image"] else "uploads", []).append(

@@ -21,6 +21,7 @@ from annotation.models import Annotator, Assignment, Qualification
 from annotation.services.external import assignment_review_sent
 from annotation.services.review import assignments_auto_approve
 from campaigns.models import Campaign
+from campaigns.spec import PST
 from common.errors import ApplicationError
 
 from .models import MTurkBonus, MTurkHit, MTurkQualificationType
@@ -124,7 +125,7 @@ class HitSettings:
 def hit_settings_for(campaign: Campaign) -> HitSettings:
     """The campaign's `annotation.mturk` settings with the papers' defaults (US/UK workers, $0.10)."""
     cfg = (campaign.spec.get("crowd") or {}).get("mturk") or {}
-    kind = "Paired Stereotype Test" if campaign.kind == "pst" else "gender presentation"
+    kind = "Paired Stereotype Test" if campaign.kind == PST else "gender presentation"
     return HitSettings(
         title=cfg.get("title") or f"Label people in images ({kind} study)",
         description=cfg.get("description") or "Look at generated images and answer short questions about them.",

@@ -35,6 +35,7 @@ from annotation.services.answers import (
     rows_insert,
 )
 from campaigns.models import Campaign
+from campaigns.spec import GEP
 from common.accounts import EXTERNAL_ID_RULE, external_id_valid
 from common.errors import ApplicationError
 from common.inputs import BodyError
@@ -88,9 +89,9 @@ class BatchResult:
 
 def _mapping(raw: Mapping[str, Any] | None, campaign: Campaign) -> dict[str, Any]:
     if raw is None:
-        return dict(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING)
+        return dict(GEP_PAPER_MAPPING if campaign.kind == GEP else PST_SINGLE_MAPPING)
     errors: dict[str, list[str]] = {}
-    out = {**(GEP_PAPER_MAPPING if campaign.kind == "gep" else PST_SINGLE_MAPPING), **raw}
+    out = {**(GEP_PAPER_MAPPING if campaign.kind == GEP else PST_SINGLE_MAPPING), **raw}
     if not isinstance(out.get("slots"), int) or not 1 <= out["slots"] <= 100:
         errors["mapping.slots"] = ["must be an integer between 1 and 100"]
     # common.templates: column names with {k} only, no format spec ({k:>100000000}), at most 200 characters.
@@ -192,39 +193,12 @@ class _Parsed:
         k: array("q") for k in ("row", "plan", "url", "slot", "choice", "k")})
 
 
-def mturk_batch_import(*, campaigns: list[Campaign], data: bytes | BinaryIO, mapping: Mapping[str, Any] | None = None,
-                       dry_run: bool = False) -> BatchResult:
-    """Validate the whole file, then write every answer in one transaction (or nothing).
-
-    `data` is the file's bytes or a binary file object (an upload's temporary file: read in a pass,
-    never held whole). Several campaigns may share one file (the GEP paper's HITs mix DALL-E 2 and
-    CogView2 images): each image URL is looked up in every given campaign and its answer goes to that
-    campaign. Rows are read once; their answers are kept as integer columns and checked against the
-    images and questions with numpy (a million answers: ~20 MB, not a tuple each).
-    """
-    if not campaigns or len({c.kind for c in campaigns}) != 1:
-        raise BatchImportError("Import into one or more campaigns of one kind.", errors={"campaigns": ["required"]})
-    campaign = campaigns[0]
-    cfg = _mapping(mapping, campaign)
-    slots = cfg["slots"]
-    image_cols = [template_fill(cfg["image_url"], k=k) for k in range(slots)]
-    choice_cols = {choice: [template_fill(col, k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
-    choices = list(choice_cols)
-    used = {*image_cols, *(c for cols in choice_cols.values() for c in cols), "WorkTimeInSeconds", "Reward"}
-    if isinstance(cfg["question"], Mapping) and "column" in cfg["question"]:
-        used.add(cfg["question"]["column"])
-    header, rows = _read_rows(data, keep=used)
-    absent = sorted({c for c in image_cols + [c for cols in choice_cols.values() for c in cols] if c not in header})
-    if absent:
-        raise BatchImportError("The batch file lacks columns the mapping names.",
-                               errors={"mapping": [f"column {c} not in the file" for c in absent[:20]]})
-    question_cfg = cfg["question"]
-    skip_statuses = set(cfg.get("skip_statuses") or [])
-    campaign_ids = [c.pk for c in campaigns]
-    phrase_to_name = {a["phrase"]: a["name"] for c in campaigns for a in c.spec.get("design", {}).get("attributes", [])}
-
-    errors: dict[int, list[str]] = {}
-    result = BatchResult()
+def _parse_rows(rows: Iterator[tuple[int, dict[str, str]]], ctx: dict[str, Any], errors: dict[int, list[str]],
+                result: BatchResult) -> tuple[_Parsed, dict[str, int]]:
+    """The pass over the file: each row's own checks (status, ids, attribute, numbers, one choice per
+    image); its answers go to integer columns, to be checked against the database all at once."""
+    image_cols, choice_cols, choices = ctx["image_cols"], ctx["choice_cols"], ctx["choices"]
+    question_cfg, skip_statuses, phrase_to_name = ctx["question"], ctx["skip"], ctx["phrases"]
     parsed = _Parsed()
     cols = parsed.columns
     file_assignments: dict[str, int] = {}
@@ -283,6 +257,42 @@ def mturk_batch_import(*, campaigns: list[Campaign], data: bytes | BinaryIO, map
                 cols[name].append(value)
         parsed.planned.append({"assignment": assignment_id, "hit": hit, "worker": _codes(parsed.workers, worker),
                                "status": status, "seconds": seconds, "reward": reward, "row": index})
+    return parsed, file_assignments
+
+
+def mturk_batch_import(*, campaigns: list[Campaign], data: bytes | BinaryIO, mapping: Mapping[str, Any] | None = None,
+                       dry_run: bool = False) -> BatchResult:
+    """Validate the whole file, then write every answer in one transaction (or nothing).
+
+    `data` is the file's bytes or a binary file object (an upload's temporary file: read in a pass,
+    never held whole). Several campaigns may share one file (the GEP paper's HITs mix DALL-E 2 and
+    CogView2 images): each image URL is looked up in every given campaign and its answer goes to that
+    campaign. Rows are read once; their answers are kept as integer columns and checked against the
+    images and questions with numpy (a million answers: ~20 MB, not a tuple each).
+    """
+    if not campaigns or len({c.kind for c in campaigns}) != 1:
+        raise BatchImportError("Import into one or more campaigns of one kind.", errors={"campaigns": ["required"]})
+    campaign = campaigns[0]
+    cfg = _mapping(mapping, campaign)
+    slots = cfg["slots"]
+    image_cols = [template_fill(cfg["image_url"], k=k) for k in range(slots)]
+    choice_cols = {choice: [template_fill(col, k=k) for k in range(slots)] for choice, col in cfg["choices"].items()}
+    choices = list(choice_cols)
+    used = {*image_cols, *(c for cols in choice_cols.values() for c in cols), "WorkTimeInSeconds", "Reward"}
+    if isinstance(cfg["question"], Mapping) and "column" in cfg["question"]:
+        used.add(cfg["question"]["column"])
+    header, rows = _read_rows(data, keep=used)
+    absent = sorted({c for c in image_cols + [c for cols in choice_cols.values() for c in cols] if c not in header})
+    if absent:
+        raise BatchImportError("The batch file lacks columns the mapping names.",
+                               errors={"mapping": [f"column {c} not in the file" for c in absent[:20]]})
+    campaign_ids = [c.pk for c in campaigns]
+    errors: dict[int, list[str]] = {}
+    result = BatchResult()
+    ctx = {"image_cols": image_cols, "choice_cols": choice_cols, "choices": choices, "question": cfg["question"],
+           "skip": set(cfg.get("skip_statuses") or []),
+           "phrases": {a["phrase"]: a["name"] for c in campaigns for a in c.spec.get("design", {}).get("attributes", [])}}
+    parsed, file_assignments = _parse_rows(rows, ctx, errors, result)
     seen = set(MTurkAssignmentRecord.objects.filter(
         campaign_id__in=campaign_ids, mturk_assignment_id__in=list(file_assignments)
     ).values_list("mturk_assignment_id", flat=True))

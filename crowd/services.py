@@ -8,7 +8,7 @@ replace it with a stub and nothing ever reaches Amazon.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -93,15 +93,6 @@ def crowd_annotator(*, platform: str, external_id: str) -> tuple[Annotator, bool
     return annotator_for_platform(kind=platform, field=field, external_id=external_id)
 
 
-def mturk_annotator(*, worker_id: str) -> Annotator:
-    """The annotator behind an MTurk worker id (username `mturk-<id>`, as the batch importer uses)."""
-    return crowd_annotator(platform=Annotator.Kind.MTURK, external_id=worker_id)[0]
-
-
-def prolific_annotator(*, pid: str) -> Annotator:
-    return crowd_annotator(platform=Annotator.Kind.PROLIFIC, external_id=pid)[0]
-
-
 # ------------------------------------------------------------------------------------ MTurk HITs
 def _submitted(assignment: Assignment) -> dict[str, Any]:
     return {"id": assignment.pk, "status": assignment.status, "submitted_at": assignment.submitted_at,
@@ -110,7 +101,7 @@ def _submitted(assignment: Assignment) -> dict[str, Any]:
 
 @transaction.atomic
 def mturk_assignment_take(*, annotator: Annotator, campaign_id: int, assignment_id: Any, hit_id: Any
-                          ) -> tuple[dict[str, Any] | None, bool]:
+                          ) -> tuple[Mapping[str, Any] | None, bool]:
     """The product HIT of an MTurk assignment: one MTurk assignment = one product Assignment.
 
     The same assignmentId always gives the same product HIT (a reload while it is leased, or after

@@ -190,7 +190,11 @@ def image_bytes_check(data: bytes, limit: int | None = None) -> str | None:
 
 def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: bytes,
                            files: FileSource) -> list[ManifestRow]:
-    """Every row checked; raises ApplicationError listing every problem by row, or returns the rows."""
+    """Every row checked; raises ApplicationError listing every problem by row, or returns the rows.
+
+    Long because it is the import's whole validation in one pass over the manifest (prompt by key or
+    text, sample, file in the archive, size, type, duplicates), collecting every row's problems before
+    anything is stored: the checks share the lookups and the per-row problem list."""
     errors: dict[str, list[str]] = {}
     for problem in files.problems():
         errors.setdefault("archive", []).append(problem)

@@ -86,7 +86,7 @@ def image_list(*, campaign: Campaign, status: str | None = None, setting: str | 
 def image_get(*, user: AbstractBaseUser | AnonymousUser, image_id: int) -> Image:
     """An image of a campaign the user may see (own campaigns; staff: all), or NotFoundError."""
     qs = Image.objects.select_related("campaign", "prompt").filter(pk=image_id, campaign__deleted_at__isnull=True)
-    if not user.is_staff:
+    if not getattr(user, "is_staff", False):
         qs = qs.filter(campaign__owner_id=user.pk)
     image = qs.first()
     if image is None:

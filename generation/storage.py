@@ -64,8 +64,9 @@ def png_normalize(data: bytes) -> tuple[bytes, int, int]:
     (which may name the model or prompt, or carry HTML), no ICC profile, no bytes after the image's
     end (a PNG followed by a zip or an HTML page). PNGs too: every upload, generated image, import
     and example goes through here (image_store)."""
-    with Image.open(io.BytesIO(data)) as image:
-        image.load()
+    with Image.open(io.BytesIO(data)) as opened:
+        opened.load()
+        image: Image.Image = opened
         if image.mode not in ("RGB", "RGBA", "L", "LA"):
             image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
         clean = Image.frombytes(image.mode, image.size, image.tobytes())  # pixels only: an empty `info`
@@ -75,9 +76,9 @@ def png_normalize(data: bytes) -> tuple[bytes, int, int]:
 
 
 def web_derivative(data: bytes) -> bytes:
-    with Image.open(io.BytesIO(data)) as image:
-        image.load()
-        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        opened.load()
+        image = opened.convert("RGBA" if "A" in opened.getbands() else "RGB")
         image.thumbnail((WEB_MAX_PX, WEB_MAX_PX))
         out = io.BytesIO()
         image.save(out, format="WEBP", quality=WEB_QUALITY, method=4)

@@ -75,5 +75,5 @@ def tiny_pipeline_build(directory: str | Path, *, seed: int = 0) -> Path:
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, unet=unet,
                                    scheduler=scheduler, safety_checker=None, feature_extractor=None,
                                    requires_safety_checker=False)
-    pipe.save_pretrained(directory)
+    pipe.save_pretrained(directory)  # type: ignore[attr-defined]  # diffusers' mixin, unknown to its types
     return directory

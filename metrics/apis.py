@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.selectors import campaign_get
+from campaigns.spec import KINDS
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
@@ -72,7 +73,7 @@ BuildingOutput = inline_serializer("BuildingOutput", fields={
 })
 
 CompareOutput = inline_serializer("CompareOutput", fields={
-    "kind": serializers.ChoiceField(choices=["pst", "gep"]),
+    "kind": serializers.ChoiceField(choices=list(KINDS)),
     "metrics": serializers.ListField(child=serializers.CharField()),
     "rows": serializers.ListField(child=serializers.JSONField(), help_text="One row per campaign (or setting)."),
     "mode": serializers.ChoiceField(choices=["campaigns", "settings"]),

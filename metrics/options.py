@@ -21,6 +21,8 @@ from typing import Any
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
+from metrics.core.gep import GepTiePolicy
+from metrics.core.pst import Treatment
 
 TREATMENTS = ("paper", "excluded")
 GEP_TIE_POLICIES = ("absent", "present", "exclude")
@@ -78,8 +80,8 @@ def _raise(errors: dict[str, list[str]]) -> None:
 class ReportOptions:
     """Options of one report. Constructing one validates it (ApplicationError naming each bad field)."""
 
-    treatment: str = "paper"
-    gep_tie_policy: str = "absent"
+    treatment: Treatment = "paper"
+    gep_tie_policy: GepTiePolicy = "absent"
     aggregation: str = "majority"
     n_boot: int = 1000
     confidence: float = 0.95

@@ -85,9 +85,9 @@ def test_a_skipped_test_fails_in_ci(pytester: pytest.Pytester) -> None:
     assert "Skipped tests fail in CI" in result.stdout.str()
 
 
-def test_make_test_typechecks_the_typed_core() -> None:
-    """`make test` runs mypy (Django plugin) on the files pyproject.toml lists, before pytest; those
-    files exist, so a rename cannot silently drop them from the check."""
+def test_make_test_typechecks_every_product_package() -> None:
+    """`make test` runs mypy (Django plugin) on the files pyproject.toml lists, before pytest: every
+    product package, and those folders exist, so a rename cannot silently drop one from the check."""
     import tomllib
 
     makefile = (ROOT / "Makefile").read_text()
@@ -97,4 +97,6 @@ def test_make_test_typechecks_the_typed_core() -> None:
     assert "mypy_django_plugin.main" in config["plugins"]
     for path in config["files"]:
         assert (ROOT / path).is_dir(), path
-    assert {"metrics/core", "campaigns/spec", "annotation/hits"} <= set(config["files"])
+    apps = {"common", "config", "campaigns", "generation", "annotation", "autolabel", "metrics", "crowd", "console"}
+    assert set(config["files"]) == apps
+    assert config["disallow_untyped_defs"] is True

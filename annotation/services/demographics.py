@@ -99,7 +99,7 @@ def demographics_release_cut(*, campaign: Campaign, reason: str) -> Demographics
             errors={"release": [f"{len(new)} new of {needed} needed"]})
     sizes, reported = release_sizes(campaign=campaign, members=members)
     shrinking = release_shrinks(previous.sizes, sizes, cfg["min_group"], moved) if previous is not None else []
-    if shrinking:
+    if shrinking and previous is not None:  # (shrinking is empty without a previous release)
         raise ConflictError(
             f"A new demographics release now would show where an annotator who withdrew (or changed an answer) "
             f"was: {', '.join(shrinking)}. It waits for more annotators.",

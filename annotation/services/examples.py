@@ -19,7 +19,7 @@ from generation.importer import image_bytes_check
 from generation.models import Image
 from generation.storage import image_store
 
-from ..families import campaign_families, family_choices
+from ..families import design_example_families, family_choices
 from ..models import ExampleImage
 from .derived import revision_bump
 
@@ -47,7 +47,7 @@ def example_add(*, campaign: Campaign, family: Any, answer: Any, caption: Any = 
     to one family are serialised, so the limit holds."""
     Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
     errors: dict[str, list[str]] = {}
-    families = campaign_families(campaign.kind, campaign.spec)
+    families = design_example_families(campaign.kind, campaign.spec)
     if not isinstance(family, str) or family not in families:
         errors["family"] = [f"must be one of this campaign's families: {', '.join(families)}"]
     elif ExampleImage.objects.filter(campaign=campaign, family=family).count() >= EXAMPLES_PER_FAMILY:

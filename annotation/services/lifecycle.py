@@ -17,6 +17,7 @@ from common.errors import ApplicationError, ConflictError
 from common.templates import template_fill
 from generation.models import Image
 
+from ..families import PERSON, attribute_family
 from ..models import Question
 from ..redundancy import initial_required
 from ..selectors import questions_filter
@@ -29,7 +30,7 @@ from .derived import answers_derive, revision_bump
 GOLD_REQUIRED = 32767
 MAX_REQUIRED = 50
 OPEN_BATCH = 20_000  # questions per bulk_create call while opening (progress between them)
-PERSON_FAMILY = "person"
+PERSON_FAMILY = PERSON
 
 
 def _person_metadata(person: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def _questions_for_image(campaign: Campaign, image: Image, cfg: Mapping[str, Any
     names = [meta["attribute"]] if meta.get("attribute") else list(phrases)
     for name in names:
         out.append(Question(
-            campaign=campaign, image=image, slot=name, family=f"attribute:{name}", setting=prompt.setting,
+            campaign=campaign, image=image, slot=name, family=attribute_family(name), setting=prompt.setting,
             text=template_fill(cfg["questions"]["attribute"], phrase=phrases.get(name, name), identity=""),
             choices=list(ATTRIBUTE_CHOICES),
             metadata={**base, "gender": meta.get("gender"), "attribute": name, "context": meta.get("context")},
@@ -74,11 +75,12 @@ def attribute_phrases(campaign: Campaign) -> dict[str, str]:
     return {a["name"]: a.get("phrase", a["name"]) for a in design.get("attributes", []) if isinstance(a, Mapping)}
 
 
-def campaign_families(campaign: Campaign) -> list[str]:
-    """The question families a campaign's questions fall into (`person`, or `attribute:<name>`)."""
+def question_families(campaign: Campaign) -> list[str]:
+    """The question families a campaign's questions fall into (`person`, or `attribute:<name>`): what a
+    qualification test attaches to. Not the example families (`annotation.families.design_example_families`)."""
     if campaign.kind == Campaign.Kind.PST:
         return [PERSON_FAMILY]
-    return [f"attribute:{name}" for name in attribute_phrases(campaign)]
+    return [attribute_family(name) for name in attribute_phrases(campaign)]
 
 
 @transaction.atomic
@@ -93,10 +95,9 @@ def questions_open(*, campaign: Campaign, progress: Callable[[float], None] | No
         raise ConflictError("The campaign is closed; it cannot be opened again.")
     cfg = annotation_settings(campaign)
     phrases = attribute_phrases(campaign)
-    images = (Image.objects.filter(campaign=campaign, status=Image.Status.DONE, excluded=False)
-              .filter(~Exists(Question.objects.filter(image=OuterRef("pk"))))
-              .select_related("prompt").order_by("pk"))
-    images = list(images)
+    images = list(Image.objects.filter(campaign=campaign, status=Image.Status.DONE, excluded=False)
+                  .filter(~Exists(Question.objects.filter(image=OuterRef("pk"))))
+                  .select_related("prompt").order_by("pk"))
     # Gates (campaigns.registry): e.g. the spec's autolabel.human_sample opens only a sample of the
     # images to humans; the others' questions get required = 0 (never offered in a HIT).
     open_ids: set[int] | None = None

@@ -24,10 +24,11 @@ from common.errors import ApplicationError, ConflictError
 from common.templates import template_fill
 from generation.models import Image
 
+from ..families import family_attribute
 from ..models import Annotator, Qualification, QualificationAddressUse, QualificationAttempt, QualificationItem
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
 from .annotators import enrollment_for_work
-from .lifecycle import attribute_phrases, campaign_families
+from .lifecycle import attribute_phrases, question_families
 
 
 @transaction.atomic
@@ -37,7 +38,7 @@ def qualification_create(*, campaign: Campaign, name: str, family: str, items: l
     """A qualification test for one question family: items are images with the correct answer
     (and optionally their own text/choices; the family's wording and choices by default)."""
     errors: dict[str, list[str]] = {}
-    families = campaign_families(campaign)
+    families = question_families(campaign)
     if family not in families:
         errors["family"] = [f"unknown family {family!r} (this campaign has: {', '.join(families[:20])})"]
     elif Qualification.objects.filter(campaign=campaign, family=family).exists():
@@ -61,8 +62,8 @@ def qualification_create(*, campaign: Campaign, name: str, family: str, items: l
             continue
         if item.get("image") not in known:
             errors[f"{path}.image"] = [f"no image {item.get('image')!r} in this campaign"]
-        if family.startswith("attribute:"):
-            attr = family.split(":", 1)[1]
+        attr = family_attribute(family)
+        if attr is not None:
             default_text = template_fill(cfg["questions"]["attribute"], phrase=phrases.get(attr, attr), identity="")
             default_choices = list(ATTRIBUTE_CHOICES)
         else:

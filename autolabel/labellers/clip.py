@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from annotation.families import ATTRIBUTE, PERSON
 from annotation.models import Question
 from annotation.services.lifecycle import attribute_phrases
 
@@ -189,7 +190,7 @@ def _ensemble(name: str, revision: str, phrase: str, genders: tuple[str, ...], c
 
 def _contexts(ctx: LabelContext) -> list[str]:
     design = ctx.campaign.spec.get("design", {})
-    return [c.get("phrase", c.get("name")) for c in design.get("contexts", []) if isinstance(c, dict)]
+    return [str(c.get("phrase", c.get("name"))) for c in design.get("contexts", []) if isinstance(c, dict)]
 
 
 def clip_cls_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResult]:
@@ -233,7 +234,7 @@ def clip_gender_run(ctx: LabelContext, questions: list[Question]) -> list[LabelR
     return out
 
 
-register(Labeller("clip", ("attribute",), clip_run, "GEP_C: CLIP similarity to the attribute", requires=GPU_EXTRA))
-register(Labeller("clip_cc", ("attribute",), clip_cc_run, "GEP_CC: calibrated CLIP similarity", requires=GPU_EXTRA))
-register(Labeller("clip_cls", ("attribute",), clip_cls_run, "GEP_CLS: cross-modal classifiers", requires=GPU_EXTRA))
-register(Labeller("clip_gender", ("person",), clip_gender_run, "zero-shot perceived gender", requires=GPU_EXTRA))
+register(Labeller("clip", (ATTRIBUTE,), clip_run, "GEP_C: CLIP similarity to the attribute", requires=GPU_EXTRA))
+register(Labeller("clip_cc", (ATTRIBUTE,), clip_cc_run, "GEP_CC: calibrated CLIP similarity", requires=GPU_EXTRA))
+register(Labeller("clip_cls", (ATTRIBUTE,), clip_cls_run, "GEP_CLS: cross-modal classifiers", requires=GPU_EXTRA))
+register(Labeller("clip_gender", (PERSON,), clip_gender_run, "zero-shot perceived gender", requires=GPU_EXTRA))

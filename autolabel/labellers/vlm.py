@@ -13,6 +13,7 @@ import os
 from django.conf import settings
 from django.core.files.storage import default_storage
 
+from annotation.families import ATTRIBUTE, PERSON
 from annotation.models import Question
 from common.outbound import OutboundError, fetch
 from common.templates import template_fill
@@ -79,4 +80,4 @@ def vlm_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResult]:
     return out
 
 
-register(Labeller("vlm", ("person", "attribute"), vlm_run, "OpenAI-compatible vision chat endpoint"))
+register(Labeller("vlm", (PERSON, ATTRIBUTE), vlm_run, "OpenAI-compatible vision chat endpoint"))

@@ -5,6 +5,7 @@ text. The generated answer is mapped to the question's choices (answers.py); an 
 is a failure with the answer in its error. No score (BLIP's answer is a string)."""
 from __future__ import annotations
 
+from annotation.families import ATTRIBUTE, PERSON
 from annotation.models import Question
 
 from ..embeddings import image_open
@@ -14,7 +15,7 @@ from .base import GPU_EXTRA, LabelContext, Labeller, LabelResult, register
 
 
 def vqa_prompt(question: Question) -> str:
-    if question.family == "person":
+    if question.family == PERSON:
         identity = question.metadata.get("identity", "person")
         if question.slot in ("left", "right"):
             return f"What gender is the {identity} on the {question.slot} in the picture?"
@@ -48,4 +49,4 @@ def vqa_run(ctx: LabelContext, questions: list[Question]) -> list[LabelResult]:
     return out
 
 
-register(Labeller("vqa", ("person", "attribute"), vqa_run, "BLIP VQA (PST Table 11 prompts)", requires=GPU_EXTRA))
+register(Labeller("vqa", (PERSON, ATTRIBUTE), vqa_run, "BLIP VQA (PST Table 11 prompts)", requires=GPU_EXTRA))

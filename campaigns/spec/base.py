@@ -9,10 +9,14 @@ from common.errors import ApplicationError
 from common.inputs import BodyError, BodySyntaxError, json_loads, yaml_loads
 
 SPEC_VERSION = 1
-KINDS = ("pst", "gep")
+# The one vocabulary (tests/contracts/test_vocabulary.py): the kinds and setting names every app compares
+# against come from here (and the models' TextChoices), never as string literals.
+PST, GEP = KINDS = ("pst", "gep")
 PST_ASPECTS = ("occupation", "power")
-PST_SETTINGS = ("single", "paired", "intervention")
-GEP_SETTINGS = ("neutral", "explicit")
+SINGLE, PAIRED, INTERVENTION = PST_SETTINGS = ("single", "paired", "intervention")
+NEUTRAL, EXPLICIT = GEP_SETTINGS = ("neutral", "explicit")
+SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {PST: PST_SETTINGS, GEP: GEP_SETTINGS}
+ALL_SETTINGS = (*PST_SETTINGS, *GEP_SETTINGS)
 STEREOTYPES = ("masculine", "feminine")
 # Deployment limits (settings of the same name; README "Configuration"), checked while the spec is
 # read, before anything is expanded: every list length, and the prompt and image counts computed

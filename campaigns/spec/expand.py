@@ -9,6 +9,10 @@ from typing import Any
 from common.templates import template_fill
 
 from .base import (
+    EXPLICIT,
+    INTERVENTION,
+    PST,
+    SINGLE,
     derive_seed,
 )
 from .fields import template_list
@@ -45,7 +49,7 @@ def _render(template: str, **values: str) -> str:
 def _setting_pairs(design: Mapping[str, Any], setting: str) -> list[list[str]]:
     """The identity pairs of a two-person setting (intervention may be limited to some identities)."""
     pairs = design["pairs"]
-    if setting == "intervention" and isinstance(design["fairness_intervention"], list):
+    if setting == INTERVENTION and isinstance(design["fairness_intervention"], list):
         chosen = set(design["fairness_intervention"])
         pairs = [pr for pr in pairs if pr[0] in chosen or pr[1] in chosen]
     return pairs
@@ -82,7 +86,7 @@ def _pst_plans(spec: Mapping[str, Any]) -> list[PromptPlan]:
     for setting in design["settings"]:
         templates = template_list(design["templates"][setting])
         for t in range(len(templates)):
-            if setting == "single":
+            if setting == SINGLE:
                 for g in groups:
                     for ident in g["identities"]:
                         add(setting, [person(ident, "single")], t, templates)
@@ -103,7 +107,7 @@ def _gep_plans(spec: Mapping[str, Any]) -> list[PromptPlan]:
     for setting in design["settings"]:
         templates = template_list(design["templates"][setting])
         n = design["samples"][setting]
-        attributes: list[dict[str, str] | None] = list(design["attributes"]) if setting == "explicit" else [None]
+        attributes: list[dict[str, str] | None] = list(design["attributes"]) if setting == EXPLICIT else [None]
         for t, template in enumerate(templates):
             for gender, attribute, context in itertools.product(design["genders"], attributes, design["contexts"]):
                 parts = [gender["name"]] + ([attribute["name"]] if attribute else []) + [context["name"]]
@@ -121,7 +125,7 @@ def _gep_plans(spec: Mapping[str, Any]) -> list[PromptPlan]:
 
 def spec_expand(spec: Mapping[str, Any]) -> list[PromptPlan]:
     """The prompts of a normalised spec, in a stable order, each with its seeds."""
-    if spec["kind"] == "pst":
+    if spec["kind"] == PST:
         return _pst_plans(spec)
     return _gep_plans(spec)
 
@@ -135,12 +139,12 @@ def _setting_prompts(spec: Mapping[str, Any], setting: str) -> int:
     """Prompts of one setting (every template counted)."""
     design = spec["design"]
     k = len(template_list(design["templates"][setting]))
-    if spec["kind"] == "pst":
-        if setting == "single":
+    if spec["kind"] == PST:
+        if setting == SINGLE:
             return k * sum(len(g["identities"]) for g in design["identities"]["groups"])
         return k * len(_setting_pairs(design, setting)) * (2 if design["flip_order"] else 1)
     return k * len(design["genders"]) * len(design["contexts"]) * (
-        len(design["attributes"]) if setting == "explicit" else 1)
+        len(design["attributes"]) if setting == EXPLICIT else 1)
 
 
 def spec_count_images(spec: Mapping[str, Any]) -> int:

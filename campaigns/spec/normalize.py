@@ -7,7 +7,9 @@ from typing import Any
 from common.inputs import BodyError, brief, check_tree
 
 from .base import (
+    GEP,
     KINDS,
+    PST,
     SPEC_VERSION,
     Problems,
     SpecError,
@@ -65,9 +67,9 @@ def spec_normalize(raw: Any) -> dict[str, Any]:
         p.add("design", "must be an object")
         design = {}
     norm_design: dict[str, Any] = {}
-    if kind == "pst":
+    if kind == PST:
         norm_design = _normalize_pst(design, seed, p)
-    elif kind == "gep":
+    elif kind == GEP:
         norm_design = _normalize_gep(design, seed, p)
 
     backend = raw.get("backend")

@@ -9,7 +9,10 @@ from common.inputs import brief
 
 from .. import presets
 from .base import (
+    INTERVENTION,
+    PAIRED,
     PST_ASPECTS,
+    SINGLE,
     STEREOTYPES,
     Problems,
     _over,
@@ -170,14 +173,19 @@ def _pst_power(value: Any, seed: int, path: str, p: Problems) -> dict[str, Any]:
 
 
 def _normalize_pst(design: Mapping[str, Any], seed: int, p: Problems) -> dict[str, Any]:
+    """The PST `design` section, normalised: every default written out, every problem recorded.
+
+    Long because it walks the documented PST design keys (docs/spec.md) in order and later keys
+    depend on earlier ones (settings decide samples and templates; the aspect decides identities):
+    one reading of the section, like its documentation."""
     path = "design"
     _check_keys(design, _PST_DESIGN_KEYS, path, p)
     aspect = design.get("aspect", "occupation")
     if aspect not in PST_ASPECTS:
         p.add(f"{path}.aspect", f"unknown aspect {brief(aspect)} (allowed: {', '.join(PST_ASPECTS)})")
         aspect = "occupation"
-    settings = _settings(design.get("settings", _MISSING), ("single", "paired"), f"{path}.settings", p,
-                         ["single", "paired"])
+    settings = _settings(design.get("settings", _MISSING), (SINGLE, PAIRED), f"{path}.settings", p,
+                         [SINGLE, PAIRED])
     intervention_raw = design.get("fairness_intervention", False)
     intervention: bool | list[str] = False
     if isinstance(intervention_raw, bool):
@@ -194,7 +202,7 @@ def _normalize_pst(design: Mapping[str, Any], seed: int, p: Problems) -> dict[st
     defaults["intervention"] = defaults["paired"]
     samples_raw = design.get("samples", _MISSING)
     samples = _samples(samples_raw, settings, defaults, f"{path}.samples", p)
-    if "intervention" in samples and not (isinstance(samples_raw, Mapping) and "intervention" in samples_raw):
+    if INTERVENTION in samples and not (isinstance(samples_raw, Mapping) and INTERVENTION in samples_raw):
         # Intervened prompts re-run the paired design: same number of samples unless told otherwise.
         samples["intervention"] = samples.get("paired", defaults["paired"])
     flip = design.get("flip_order", True)

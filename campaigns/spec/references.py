@@ -25,7 +25,7 @@ from common.numbers import number
 from common.uploads import csv_lines
 
 from .. import presets
-from .base import Problems
+from .base import PST, Problems
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_REFERENCES = 50
@@ -48,7 +48,7 @@ def _percent(value: Any, path: str, p: Problems) -> float | None:
 
 def normalize_references(value: Any, p: Problems, *, kind: Any, path: str = "references") -> list[dict[str, Any]]:
     """Validate the section (every problem named by its dotted path) and return it normalised."""
-    if kind != "pst":
+    if kind != PST:
         p.add(path, "references (%F per identity) apply to PST campaigns only")
         return []
     if not isinstance(value, list):
@@ -98,7 +98,7 @@ def normalize_references(value: Any, p: Problems, *, kind: Any, path: str = "ref
 def default_references(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The PST occupation preset's default reference: the shipped labour statistics."""
     design = spec.get("design") or {}
-    if spec.get("kind") == "pst" and design.get("aspect") == "occupation" and (
+    if spec.get("kind") == PST and design.get("aspect") == "occupation" and (
             design.get("identities") or {}).get("preset") == "occupation":
         return [{"name": DEFAULT_NAME, "source": presets.labor_stats_source(),
                  "percent_female": presets.labor_stats_percent_female()}]

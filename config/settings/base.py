@@ -13,8 +13,8 @@ import dj_database_url
 from .env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
+# The folders under VAR_DIR are created when Django starts (common/localdirs.py), never at import.
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")) or BASE_DIR / "var")
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = env_str("SECRET_KEY") or "dev-only-insecure-key-change-me-in-production-0123456789"
@@ -157,7 +157,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")) or VAR_DIR / "staticfiles")
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Media storage: local files by default; S3 (django-storages, boto3) when MEDIA_STORAGE=s3.
@@ -212,9 +211,6 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 if CELERY_BROKER_URL == "filesystem://":
     _queue_dir = VAR_DIR / "celery" / "queue"
-    _queue_dir.mkdir(parents=True, exist_ok=True)
-    (VAR_DIR / "celery" / "processed").mkdir(parents=True, exist_ok=True)
-    (VAR_DIR / "celery" / "control").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir),
         "data_folder_out": str(_queue_dir),

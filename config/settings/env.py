@@ -1,5 +1,6 @@
 """Tiny helpers to read settings from the environment (12-factor)."""
 import os
+from typing import overload
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -7,7 +8,16 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+
+
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
+
+
 def env_str(name: str, default: str | None = None) -> str | None:
+    """The variable's value; with a text default, always text (the type says so)."""
     return os.environ.get(name, default)
 
 

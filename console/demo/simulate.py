@@ -27,6 +27,7 @@ from annotation.services.lifecycle import questions_open
 from annotation.spec_section import annotation_settings
 from autolabel.importer import machine_labels_import
 from campaigns.models import Campaign
+from campaigns.spec import GEP, PST
 from common.csvsafe import csv_writer
 from generation.models import Image
 from generation.services import generation_start
@@ -71,7 +72,7 @@ def truth(question: Question, campaign: Campaign, rng: random.Random) -> str:
     """What the simulated image shows for this question (seeded per question)."""
     local = random.Random(f"{campaign.seed}-{question.image_id}-{question.slot}")
     meta = question.metadata or {}
-    if campaign.kind == "pst":
+    if campaign.kind == PST:
         bias = MODEL_BIAS.get(campaign.name, {}).get(question.setting, 0.6)
         if local.random() < 0.06:
             return CANNOT
@@ -196,7 +197,7 @@ def machine_labels_simulated(campaign: Campaign) -> int:
     rng = random.Random(f"{campaign.seed}-labeller")
     out = io.StringIO()
     writer = csv_writer(out)  # common/csvsafe.py: the one way the product writes CSV
-    gep = campaign.kind == "gep"
+    gep = campaign.kind == GEP
     writer.writerow(["image", "slot", "choice", "score", "model", *(["clipscore"] if gep else [])])
     model = f"simulated labeller ({int(LABELLER_FLIP * 100)}% of labels flipped at random)"
     for q in Question.objects.filter(campaign=campaign, is_gold=False).order_by("pk"):

@@ -2,9 +2,18 @@
 and labeller), and shaped so that every report section has data."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
-DEMO_USERS = {
+from campaigns.spec import PAIRED, SINGLE
+
+
+class DemoUser(TypedDict):
+    password: str
+    staff: bool
+    superuser: bool
+
+
+DEMO_USERS: dict[str, DemoUser] = {
     "admin": {"password": "admin-demo-2026", "staff": True, "superuser": True},
     "researcher": {"password": "researcher-demo-2026", "staff": False, "superuser": False},
 }
@@ -35,7 +44,7 @@ _ANNOTATION: dict[str, Any] = {
 
 def _pst(name: str, seed: int, description: str) -> dict[str, Any]:
     return {"name": name, "kind": "pst", "seed": seed, "description": description,
-            "design": {"settings": ["single", "paired"], "samples": {"single": 6, "paired": 2},
+            "design": {"settings": [SINGLE, PAIRED], "samples": {"single": 6, "paired": 2},
                        "identities": {"groups": _GROUPS}},
             "references": [_REFERENCE],
             "annotation": _ANNOTATION,

@@ -81,11 +81,6 @@ def pipeline_get(*, model: str, revision: str | None, dtype: str, safety_checker
         return pipe
 
 
-def pipeline_cache_clear() -> None:
-    with _LOCK:
-        _PIPELINES.clear()
-
-
 def scheduler_set(pipe: Any, name: str | None) -> str:
     """Use the scheduler class `name` (e.g. `DPMSolverMultistepScheduler`) built from the model's
     own scheduler config; None keeps the model's default. Returns the class name in use."""
@@ -132,7 +127,7 @@ class DiffusersBackend:
         call: dict[str, Any] = {
             "prompt": [item.prompt for item in items],
             "num_inference_steps": int(params.get("steps") or 50),
-            "guidance_scale": float(params.get("guidance") if params.get("guidance") is not None else 7.5),
+            "guidance_scale": float(params["guidance"] if params.get("guidance") is not None else 7.5),
             "generator": generators,
             "output_type": "pil",
         }

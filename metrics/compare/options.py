@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 
+from campaigns.spec import ALL_SETTINGS
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
@@ -25,7 +26,6 @@ TESTS = ("none", "permutation")
 DEFAULT_DRAWS = 10_000
 DEFAULT_SEED = 20_240_601
 MAX_SEED = 2**31 - 1
-ALL_SETTINGS = ("single", "paired", "intervention", "neutral", "explicit")
 
 
 def max_draws() -> int:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.spec import GEP, GEP_SETTINGS, PAIRED, SINGLE
 from metrics.core.machine import vector_agreement
 from metrics.extract.data import CampaignFacts
 from metrics.options import ReportOptions
 
-SETTINGS = {"gep": ("neutral", "explicit"), "pst": ("single", "paired")}
+SETTINGS = {"gep": GEP_SETTINGS, "pst": (SINGLE, PAIRED)}
 
 
 def _dig(value: Any, *path: str) -> Any:
@@ -25,12 +26,12 @@ def _dig(value: Any, *path: str) -> Any:
 
 def source_score(kind: str, report: dict[str, Any], source: str, setting: str) -> float | None:
     if source == "human":
-        return _dig(report, "gep", setting, "score") if kind == "gep" else _dig(report, "pst", setting, "overall")
+        return _dig(report, "gep", setting, "score") if kind == GEP else _dig(report, "pst", setting, "overall")
     if source.startswith("hybrid:"):
         lab = source[len("hybrid:"):]
-        name = "score" if kind == "gep" else "overall"
+        name = "score" if kind == GEP else "overall"
         return _dig(report, "hybrid", lab, setting, name, "estimate")
-    if kind == "gep":
+    if kind == GEP:
         auto = _dig(report, "auto", source, "gep", setting, "score")
         return auto if auto is not None else _dig(report, "gep", setting, "score")
     return _dig(report, "pst", setting, "overall")

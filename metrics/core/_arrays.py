@@ -117,10 +117,6 @@ class CountMatrix:
         self.categories = categories
         self.counts = counts
 
-    @property
-    def ratings_per_item(self) -> NDArray[np.int64]:
-        return self.counts.sum(axis=1)
-
 
 def count_matrix(
     items: ArrayLike, labels: ArrayLike, categories: Sequence[Any] | None = None

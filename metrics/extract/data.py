@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from campaigns.spec import PST
+
 # Question metadata keys read per campaign kind (the contract of GET /api/campaigns/{id}/questions/).
 PST_KEYS = ("identity", "group", "position", "sample_index", "template_index")
 GEP_KEYS = ("gender", "attribute", "context", "sample_index", "template_index")
@@ -30,7 +32,7 @@ class CampaignFacts:
 
     @property
     def meta_keys(self) -> tuple[str, ...]:
-        return PST_KEYS if self.kind == "pst" else GEP_KEYS
+        return PST_KEYS if self.kind == PST else GEP_KEYS
 
     @classmethod
     def of(cls, campaign: Any) -> CampaignFacts:
@@ -107,14 +109,6 @@ class CampaignData:
     # Order of arrival per effective answer (the id of the answer its correction chain started with);
     # None: the answers' own order. Agreement under adaptive redundancy uses each question's first ones.
     a_arrival: np.ndarray | None = None
-
-    @property
-    def a_question(self) -> np.ndarray:
-        return self.q_id[self.a_qidx]
-
-    @property
-    def a_choice(self) -> np.ndarray:
-        return np.asarray(self.choices, dtype=object)[self.a_code] if self.choices else np.zeros(0, dtype=object)
 
     def vote_counts(self) -> np.ndarray:
         """questions x choices vote counts (one bincount)."""

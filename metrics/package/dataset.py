@@ -37,6 +37,7 @@ from django.apps import apps
 
 from annotation.models import Enrollment
 from campaigns.models import Campaign
+from campaigns.spec import GEP_SETTINGS, PST, PST_SETTINGS
 from generation.models import Image
 from metrics.extract import campaign_data
 from metrics.extract.data import CampaignData
@@ -211,6 +212,10 @@ def _machine_labels(campaign: Campaign) -> pa.Table | None:
 
 def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answers: int, has_machine: bool,
           demographics: str = "none") -> str:
+    """The dataset card (README.md of the package, Hugging Face front matter + Markdown).
+
+    Long because it is one document written as data, section after section; splitting it would
+    scatter one text over helpers with no logic of their own."""
     spec = campaign.spec
     design = spec.get("design") or {}
     license_ = ((spec.get("dataset") or {}).get("license")) or DEFAULT_LICENSE
@@ -243,13 +248,13 @@ def _card(campaign: Campaign, report: dict[str, Any], n_annotators: int, n_answe
              f"- Krippendorff's alpha (nominal): {agreement.get('krippendorff_alpha')}",
              f"- Fleiss' kappa: {agreement.get('fleiss_kappa')}; percent agreement: {agreement.get('percent_agreement')}",
              "", "## Headline scores (report.json, default options)", ""]
-    if campaign.kind == "pst":
-        for s in ("single", "paired", "intervention"):
+    if campaign.kind == PST:
+        for s in PST_SETTINGS:
             if s in report.get("pst", {}):
                 sec = report["pst"][s]
                 lines.append(f"- STS {s}: {sec['overall']} (95% CI {sec.get('overall_ci')})")
     else:
-        for s in ("neutral", "explicit"):
+        for s in GEP_SETTINGS:
             if s in report.get("gep", {}):
                 sec = report["gep"][s]
                 lines.append(f"- GEP score {s}: {sec['score']} (95% CI {sec.get('score_ci')})")

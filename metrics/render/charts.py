@@ -9,18 +9,21 @@ import functools
 import io
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 # Every chart draws under this style. `text.parse_math` off: names come from researchers (identity,
 # attribute, group and campaign names), and a name with `$...$` would otherwise be read as mathtext:
 # an unknown command (`$\foo$`) raised ValueError and broke the whole page, a valid one drew a
 # formula instead of the name. Text in the SVG is escaped by matplotlib (`<`, `&`, quotes).
-STYLE = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
+STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False,
          "text.parse_math": False, "text.usetex": False}
 GROUP_COLOURS = ["#1f6fb2", "#c2410c", "#047857", "#7c3aed"]
 F = TypeVar("F", bound=Callable[..., Any])

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.spec import GEP_SETTINGS
 from metrics.extract.data import CampaignFacts
 
 from . import charts
 from .registry import SectionRenderer, Table, register
 
-SETTINGS = ("neutral", "explicit")
+SETTINGS = GEP_SETTINGS
 
 
 def gep_rows(section: dict[str, Any] | None) -> list[dict[str, Any]]:

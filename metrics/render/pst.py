@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.spec import INTERVENTION, PAIRED, PST_SETTINGS, SINGLE
 from metrics.extract.data import CampaignFacts
 
 from . import charts
 from .registry import SectionRenderer, Table, register
 
-SETTINGS = ("single", "paired", "intervention")
+SETTINGS = PST_SETTINGS
 
 
 def _run_rows(sec: dict[str, Any]) -> list[tuple[int, float | None, list[float | None] | None]]:
@@ -55,7 +56,7 @@ def pst_identity_rows(section: dict[str, Any], campaign: CampaignFacts) -> list[
             rows.append([setting, identity, group, stereotype, sts, ci[0], ci[1],
                          sec["percent_feminine"].get(identity), counts.get("persons"), counts.get("cannot"),
                          counts.get("tie"), section.get("gap", {}).get("micro", {}).get(identity)
-                         if setting == "paired" else None, labor.get(identity), sec.get("micro_ci_method"),
+                         if setting == PAIRED else None, labor.get(identity), sec.get("micro_ci_method"),
                          pf_ci[0], pf_ci[1], sec.get("percent_feminine_ci_method")])
     return rows
 
@@ -153,7 +154,7 @@ def pst_charts(section: dict[str, Any]) -> list[tuple[str, str]]:
     """Micro STS per identity per setting (Fig. 3), %F against labor statistics (Fig. 4), the gap (Fig. 5)."""
     group_of = section.get("identity_groups", {})
     out = []
-    for setting in ("paired", "single", "intervention"):
+    for setting in (PAIRED, SINGLE, INTERVENTION):
         sec = section.get(setting)
         if sec:
             out.append((f"Micro STS per identity, {setting} (PST Fig. 3)",

@@ -19,6 +19,7 @@ from metrics.core.amplification import (
     generated_percent_female,
 )
 from metrics.core.intervals import CI, stratified_cluster_bca
+from metrics.core.pst import Treatment
 from metrics.core.report_warnings import warn
 from metrics.extract.data import CampaignData
 
@@ -26,7 +27,7 @@ from .templates import template_column
 from .values import interval
 
 SETTING = "single"
-TREATMENT = "excluded"  # %F among persons labelled Feminine or Masculine (the paper keeps confident faces)
+TREATMENT: Treatment = "excluded"  # %F among persons labelled Feminine or Masculine (the paper keeps confident faces)
 
 
 def _clean(x: Any) -> Any:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
+from campaigns.spec import GEP_SETTINGS, PST, PST_SETTINGS
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
 from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
 from metrics.core.significance import holm
@@ -49,9 +50,6 @@ from .labels import question_labels
 from .pst import pst_section
 from .report import register_section
 
-PST_SETTINGS = ("single", "paired", "intervention")
-GEP_SETTINGS = ("neutral", "explicit")
-
 
 def _f(x: Any) -> float | None:
     if x is None:
@@ -63,7 +61,7 @@ def _f(x: Any) -> float | None:
 def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
     """(settings of the headline in order, metric keys: `sts_<setting>` / `gep_<setting>`)."""
     present = set(data.q_setting.tolist())
-    if data.campaign.kind == "pst":
+    if data.campaign.kind == PST:
         settings = [s for s in PST_SETTINGS if s in present]
         return settings, [f"sts_{s}" for s in settings]
     settings = [s for s in GEP_SETTINGS if s in present]
@@ -72,15 +70,15 @@ def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
 
 def _statistic(data: CampaignData, options: ReportOptions, settings: list[str], alpha: bool = True) -> Any:
     spec = data.campaign.spec
-    if data.campaign.kind == "pst":
+    if data.campaign.kind == PST:
         stereotype_of = {g["name"]: g["stereotype"] for g in spec["design"]["identities"]["groups"]}
         stereotypes = np.array([stereotype_of.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
-        headline = pst_headline(data.choices, stereotypes, data.q_setting, settings, options.treatment,  # type: ignore[arg-type]
+        headline = pst_headline(data.choices, stereotypes, data.q_setting, settings, options.treatment,
                                 unit="answer")
     else:
         genders = [g["name"] for g in spec["design"]["genders"]]
         headline = gep_headline(data.choices, data.q_meta["gender"], data.q_meta["attribute"], data.q_setting,
-                                settings, genders[:2], options.gep_tie_policy, unit="answer")  # type: ignore[arg-type]
+                                settings, genders[:2], options.gep_tie_policy, unit="answer")
 
     def stat(counts: np.ndarray) -> np.ndarray:
         return np.concatenate([headline(counts), alpha_stat(counts)]) if alpha else headline(counts)
@@ -97,7 +95,7 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     group_options = dataclasses.replace(options, aggregation="majority", n_perm=0)
     labels, ties = question_labels(sub, group_options)
     headline: dict[str, Any] = {}
-    if data.campaign.kind == "pst":
+    if data.campaign.kind == PST:
         with warnings.catch_warnings():  # a group whose every label is undetermined: NaN figures, said so
             warnings.simplefilter("ignore", RuntimeWarning)
             section = pst_section(sub, labels, ties, group_options, seed)
@@ -135,8 +133,8 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                 "note": "a member of this release withdrew or changed their answers since it was cut: no group is "
                         "reported until the next release"}
     options = dataclasses.replace(options, min_group=min_group)
-    members = set(release["members"])
-    present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in members], dtype=np.int64)
+    released = set(release["members"])
+    present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in released], dtype=np.int64)
     answers_of = data.demographics
     stat = None  # built on the first permutation test (no named groups: no tests, no cost)
     out: dict[str, Any] = {
@@ -169,9 +167,9 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
         if options.n_perm > 0:
             for a, b in combinations(named, 2):
                 stat = stat or _statistic(data, options, settings, alpha=not adaptive)
-                t = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
-                                            members[b], stat, n_perm=options.n_perm, seed=seed)
-                rows = [(t, i) for i in range(len(metrics) + (0 if adaptive else 1))]
+                res = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
+                                              members[b], stat, n_perm=options.n_perm, seed=seed)
+                rows = [(res, i) for i in range(len(metrics) + (0 if adaptive else 1))]
                 if adaptive:  # alpha on the first `min` answers of every question
                     ta = permutation_test_groups(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k, members[a],
                                                  members[b], alpha_stat, n_perm=options.n_perm, seed=seed)

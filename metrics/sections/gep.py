@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from campaigns.spec import GEP_SETTINGS
 from metrics.core import gep
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
@@ -57,7 +58,7 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         out["baseline_gender"] = design.get("baseline_gender") or gender_order[0]
     genders_all, attributes_all = data.q_meta["gender"], data.q_meta["attribute"]
     templates = template_column(data)
-    for setting in ("neutral", "explicit"):
+    for setting in GEP_SETTINGS:
         mask = (data.q_setting == setting) & np.isin(genders_all, gender_order[:2])
         if not mask.any():
             continue

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from metrics.core import metric_intervals as mi
-from metrics.core.pst import stereo_weights, sts_by_run
+from metrics.core.gep import GepTiePolicy
+from metrics.core.pst import Treatment, stereo_weights, sts_by_run
 from metrics.core.pst_analysis import runs_sts
 from metrics.core.report_warnings import DOMAIN_RULES, flag_domain, warn
 from metrics.core.significance import compare_pst
@@ -28,14 +29,14 @@ from .values import ci_of, interval, num
 
 
 def pst_setting_intervals(*, images: np.ndarray, identities: np.ndarray, groups: np.ndarray,
-                          stereotypes: np.ndarray, labels: np.ndarray, treatment: str, n_boot: int,
+                          stereotypes: np.ndarray, labels: np.ndarray, treatment: Treatment, n_boot: int,
                           confidence: float, seed: int) -> dict[str, Any]:
     """`overall_ci`, `micro_ci`, `groups_ci`, `percent_feminine_ci` (and their `_method`) of one setting."""
-    overall = mi.sts_interval(images, labels, stereotypes, treatment, n_boot, confidence, seed)  # type: ignore[arg-type]
-    micro = mi.micro_sts_intervals(images, identities, labels, stereotypes, treatment, confidence)  # type: ignore[arg-type]
-    group = mi.group_sts_intervals(images, identities, groups, labels, stereotypes, treatment,  # type: ignore[arg-type]
+    overall = mi.sts_interval(images, labels, stereotypes, treatment, n_boot, confidence, seed)
+    micro = mi.micro_sts_intervals(images, identities, labels, stereotypes, treatment, confidence)
+    group = mi.group_sts_intervals(images, identities, groups, labels, stereotypes, treatment,
                                    n_boot, confidence, seed)
-    pf = mi.percent_feminine_intervals(images, identities, labels, treatment, confidence)  # type: ignore[arg-type]
+    pf = mi.percent_feminine_intervals(images, identities, labels, treatment, confidence)
     return {
         "overall_ci": ci_of(overall), "overall_ci_method": overall.method,
         "micro_ci": {k: ci_of(v) for k, v in sorted(micro.items())}, "micro_ci_method": "wilson-deff",
@@ -45,18 +46,18 @@ def pst_setting_intervals(*, images: np.ndarray, identities: np.ndarray, groups:
     }
 
 
-def pst_runs(*, images: np.ndarray, runs: np.ndarray, labels: np.ndarray, stereotypes: np.ndarray, treatment: str,
+def pst_runs(*, images: np.ndarray, runs: np.ndarray, labels: np.ndarray, stereotypes: np.ndarray, treatment: Treatment,
              n_boot: int, confidence: float, seed: int) -> dict[str, Any]:
     """STS per run (run n = sample index n-1) and their mean, with intervals computed from the runs
     (`metrics.core.pst_analysis.runs_sts`: images resampled within each run). Questions of one image
     with different sample indexes (hand-made or damaged metadata) leave the runs without intervals
     (`runs_ci_note`) rather than fail the report."""
     try:
-        res = runs_sts(images, runs, labels, stereotypes, treatment, n_boot, confidence, seed)  # type: ignore[arg-type]
+        res = runs_sts(images, runs, labels, stereotypes, treatment, n_boot, confidence, seed)
     except ValueError as exc:
-        plain = sts_by_run(runs, labels, stereotypes, treatment)  # type: ignore[arg-type]
+        plain = sts_by_run(runs, labels, stereotypes, treatment)
         keys = sorted(plain["runs"])
-        s, w = stereo_weights(labels, stereotypes, treatment)  # type: ignore[arg-type]
+        s, w = stereo_weights(labels, stereotypes, treatment)
         return {"runs": [num(plain["runs"][k]) for k in keys], "run_ids": [int(k) + 1 for k in keys],
                 "runs_persons": [int(w[runs == k].sum()) for k in keys], "runs_mean": num(plain["mean"]),
                 "runs_ci_note": f"no interval: {exc}"}
@@ -76,7 +77,7 @@ def pst_runs(*, images: np.ndarray, runs: np.ndarray, labels: np.ndarray, stereo
 
 
 def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, np.ndarray],
-                      groups: Mapping[str, str], treatment: str, n_boot: int, confidence: float,
+                      groups: Mapping[str, str], treatment: Treatment, n_boot: int, confidence: float,
                       seed: int) -> dict[str, Any]:
     """Intervals of paired minus single: overall and per group BCa over images, resampled within each
     setting (`metrics.core.significance.compare_pst`; the report's `gap.permutation_test` is the
@@ -84,8 +85,8 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
     (`metrics.core.metric_intervals.micro_gap_intervals`), printed only for identities with at least
     `MIN_GAP_PERSONS` counted persons on each side (a warning names the rest: a bootstrap over the 3
     single images of an identity covered about 56%, issue 22)."""
-    cmp = compare_pst(paired, single, groups, treatment, None, n_boot, 0, confidence, seed)  # type: ignore[arg-type]
-    micro = mi.micro_gap_intervals(paired, single, treatment, confidence)  # type: ignore[arg-type]
+    cmp = compare_pst(paired, single, groups, treatment, None, n_boot, 0, confidence, seed)
+    micro = mi.micro_gap_intervals(paired, single, treatment, confidence)
     shown = {k: c for k, c in micro.items()
              if min(c.notes["persons_a"], c.notes["persons_b"]) >= mi.MIN_GAP_PERSONS}
     if len(shown) < len(micro):
@@ -111,7 +112,7 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
 
 
 def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray, attributes: np.ndarray, labels: np.ndarray,
-                          gender_order: list[str], attribute_order: list[str], tie_policy: str, n_boot: int,
+                          gender_order: list[str], attribute_order: list[str], tie_policy: GepTiePolicy, n_boot: int,
                           confidence: float, seed: int) -> dict[str, Any]:
     """`score_ci` (test inversion), `vector_ci` (Newcombe), `frequencies_ci` (Wilson) of one setting."""
     res = mi.gep_intervals(images, genders, attributes, labels, gender_order[:2], attribute_order, tie_policy,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from annotation.redundancy import DEFAULT_ADAPTIVE, FIXED_DEFAULT, is_adaptive, settled
+from campaigns.spec import GEP, GEP_SETTINGS, INTERVENTION, NEUTRAL, PAIRED, PST, SINGLE
 from common.errors import ApplicationError
 from common.inputs import BodyError
 from common.numbers import number
@@ -26,10 +27,10 @@ from metrics.core.planning import (
 )
 
 # The stated assumptions (what the papers report, and a plausible effect to plan for).
-PST_ASSUMPTION = {"kappa": 0.90, "kappa_source": "PST paper: Fleiss' kappa 0.88-0.92", "true_sts": 40.0,
+PST_ASSUMPTION: dict[str, Any] = {"kappa": 0.90, "kappa_source": "PST paper: Fleiss' kappa 0.88-0.92", "true_sts": 40.0,
                   "prevalence": 0.5, "icc_paired": 0.1,
                   "model": "symmetric binary annotator noise, majority of R, binomial variance x design effect"}
-GEP_ASSUMPTION = {"alpha": 0.81, "alpha_source": "GEP paper section 5: Krippendorff's alpha 0.81",
+GEP_ASSUMPTION: dict[str, Any] = {"alpha": 0.81, "alpha_source": "GEP paper section 5: Krippendorff's alpha 0.81",
                   "frequencies": {"neutral": {"first_gender": 0.10, "second_gender": 0.06},
                                   "explicit": {"first_gender": 0.65, "second_gender": 0.55}},
                   "model": "symmetric binary annotator noise, majority of R, independent attributes, normal "
@@ -45,7 +46,7 @@ CHOICES = {"pst": 3, "gep": 2}  # answer choices per question (the adaptive rule
 
 def _target(params: Any, name: str = "target_half_width") -> float | None:
     raw = params.get(name) if hasattr(params, "get") else None
-    if raw in (None, ""):
+    if raw is None or raw == "":
         return None
     try:  # bounded: a tiny target squares into an overflow (images needed ~ (width / target)^2)
         return number(raw, field=name, kind="float", minimum=TARGET_RANGE[0], maximum=TARGET_RANGE[1])
@@ -139,7 +140,7 @@ def _gep(spec: dict[str, Any], summary: dict[str, Any], design: Design, target: 
                         "images_needed": p["images_needed"], "near_zero": p["gep_near_zero"],
                         "annotator_accuracy": p["assumptions"]["annotator_accuracy"],
                         "label_accuracy": p["assumptions"]["label_accuracy"],
-                        "answers_per_question": p["answers"] / max(images * (n_attr if setting == "neutral" else 1), 1),
+                        "answers_per_question": p["answers"] / max(images * (n_attr if setting == NEUTRAL else 1), 1),
                         "attenuation": p["assumptions"]["label_accuracy"] - _wrong(extra, p)}
     return out
 
@@ -152,7 +153,7 @@ def _comparison(by_setting: dict[str, Any], difference: float, kind: str) -> dic
         se = v.get("standard_error")
         images[setting] = (comparison_images(se, v["images"], difference, 0.95, POWER, v.get("attenuation", 1.0))
                            if se is not None else None)
-    return {"difference": difference, "unit": "STS percent points" if kind == "pst" else "GEP score",
+    return {"difference": difference, "unit": "STS percent points" if kind == PST else "GEP score",
             "power": POWER, "confidence": 0.95, "images_per_side": images,
             "model": "two independent campaigns or settings of this design, normal test of the difference of "
                      "their headline scores; label noise shrinks the true difference by the labels' "
@@ -165,27 +166,27 @@ def spec_planning(spec: dict[str, Any], summary: dict[str, Any], params: Any) ->
     kind = spec["kind"]
     difference = _target(params, "detect_difference") or DEFAULT_DIFFERENCE[kind]
     design = Design((spec.get("annotation") or {}).get("redundancy"), kind)
-    by_setting = _pst(spec, summary, design, target) if kind == "pst" else _gep(spec, summary, design, target)
-    headline_order = ("paired", "single", "intervention") if kind == "pst" else ("neutral", "explicit")
+    by_setting = _pst(spec, summary, design, target) if kind == PST else _gep(spec, summary, design, target)
+    headline_order = (PAIRED, SINGLE, INTERVENTION) if kind == PST else GEP_SETTINGS
     headline = next((s for s in headline_order if s in by_setting and by_setting[s].get("half_width") is not None),
                     None)
-    block = {"statistic": "pst.overall (STS, percent points)" if kind == "pst" else "gep.score",
+    block = {"statistic": "pst.overall (STS, percent points)" if kind == PST else "gep.score",
              "headline_setting": headline,
              "half_width": by_setting[headline]["half_width"] if headline else None,
              "by_setting": by_setting}
     planning: dict[str, Any] = {
-        "assumption": {**(PST_ASSUMPTION if kind == "pst" else GEP_ASSUMPTION),
+        "assumption": {**(PST_ASSUMPTION if kind == PST else GEP_ASSUMPTION),
                        "redundancy": design.cfg if design.cfg is not None else design.r},
         "confidence": 0.95,
         "target_half_width": target,
-        "pst": block if kind == "pst" else None,
-        "gep": block if kind == "gep" else None,
+        "pst": block if kind == PST else None,
+        "gep": block if kind == GEP else None,
         "images_for_target": ({s: v.get("images_needed") for s, v in by_setting.items()} if target is not None
                               else None),
         "adaptive": design.block(),
         "comparison": _comparison(by_setting, difference, kind),
     }
-    if kind == "pst":
+    if kind == PST:
         planning["validity"] = _pst_validity(spec)
     return {"planning": planning}
 
@@ -199,7 +200,7 @@ def _pst_validity(spec: dict[str, Any]) -> dict[str, Any]:
 
     design = spec.get("design") or {}
     settings = design.get("settings") or []
-    singles = int((design.get("samples") or {}).get("single") or 0) if "single" in settings else 0
+    singles = int((design.get("samples") or {}).get("single") or 0) if SINGLE in settings else 0
     return {"single_images_per_identity_and_template": singles,
             "gap_interval_per_identity": {"needs": MIN_GAP_PERSONS, "computed": singles >= MIN_GAP_PERSONS},
             "amplification_test": {"needs": MIN_AMPLIFICATION_IMAGES, "computed": singles >= MIN_AMPLIFICATION_IMAGES}}

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from campaigns import presets
+from campaigns.spec import INTERVENTION, PAIRED, PST_SETTINGS, SINGLE
 from metrics.core import pst
 from metrics.core.uncertainty import permutation_test_sts_studentized
 from metrics.extract.data import CampaignData
@@ -34,10 +35,10 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
         "percent_feminine": {k: _f(v) for k, v in main["percent_feminine"].items()},
         "counts": rep["counts"],
     }
-    boot = {"n_boot": options.n_boot, "confidence": options.confidence, "seed": seed}
     if runs is not None and images.size:
         out.update(pst_runs(images=images, runs=runs, labels=labels, stereotypes=stereotypes,
-                            treatment=options.treatment, **boot))
+                            treatment=options.treatment, n_boot=options.n_boot, confidence=options.confidence,
+                            seed=seed))
     out["without_undetermined" if options.treatment == "paper" else "paper_formula"] = {
         "treatment": "excluded" if options.treatment == "paper" else "paper",
         "overall": _f(other["overall"]),
@@ -47,11 +48,40 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
     }
     if options.n_boot > 0 and images.size:
         out.update(pst_setting_intervals(images=images, identities=identities, groups=groups, stereotypes=stereotypes,
-                                         labels=labels, treatment=options.treatment, **boot))
+                                         labels=labels, treatment=options.treatment, n_boot=options.n_boot,
+                                         confidence=options.confidence, seed=seed))
     return out
 
 
 _NOT_PER_TEMPLATE = ("treatment", "counts", "without_undetermined", "paper_formula")
+
+
+def _pst_gap(data: CampaignData, out: dict[str, Any], setting_rows: dict[str, np.ndarray], identities: np.ndarray,
+             labels: np.ndarray, stereotypes: np.ndarray, options: ReportOptions, seed: int) -> dict[str, Any]:
+    """Paired minus single STS (overall, per identity, per group), with its intervals and permutation test."""
+    single, paired = out["single"], out["paired"]
+    gap: dict[str, Any] = {
+        "overall": _sub(paired["overall"], single["overall"]),
+        "micro": {k: _sub(v, single["micro"].get(k)) for k, v in paired["micro"].items() if k in single["micro"]},
+        "groups": {k: _sub(v, single["groups"].get(k)) for k, v in paired["groups"].items()
+                   if k in single["groups"]},
+    }
+    if options.n_boot > 0:
+        rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
+                       "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
+        gap.update(pst_gap_intervals(paired=rows["paired"], single=rows["single"], groups=out["identity_groups"],
+                                     treatment=options.treatment, n_boot=options.n_boot,
+                                     confidence=options.confidence, seed=seed))
+    if options.n_perm > 0:
+        both = setting_rows["single"] | setting_rows["paired"]
+        perm = permutation_test_sts_studentized(
+            data.q_image[both], (data.q_setting[both] == PAIRED).astype(int), labels[both], stereotypes[both],
+            options.treatment, n_perm=options.n_perm, seed=seed)
+        gap["permutation_test"] = {
+            "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
+            "null": "setting label exchangeable over images",
+            "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
+    return gap
 
 
 def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
@@ -66,14 +96,14 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                            "identity_groups": {i: g["name"] for g in groups_spec for i in g["identities"]}}
     setting_rows: dict[str, np.ndarray] = {}
     templates = template_column(data)
-    for setting in ("single", "paired", "intervention"):
+    for setting in PST_SETTINGS:
         mask = data.q_setting == setting
         if not mask.any():
             continue
         setting_rows[setting] = mask
         runs = data.q_meta["sample_index"][mask]
         # STS per run for any setting with more than one sample (and always for single, PST Table 13).
-        use_runs = setting == "single" or np.unique(runs).size > 1
+        use_runs = setting == SINGLE or np.unique(runs).size > 1
         section = _pst_setting(identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask],
                                runs if use_runs else None, options, seed)
         names = template_labels(templates[mask])
@@ -104,31 +134,9 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
     out["excluded"]["images_excluded_by_researcher"] = data.counts.get("images_excluded", 0)
     out["excluded"]["treatment"] = ("counted as -1 (paper formula)" if options.treatment == "paper"
                                     else "left out of every mean")
-    if "single" in out and "paired" in out:
-        single, paired = out["single"], out["paired"]
-        gap: dict[str, Any] = {
-            "overall": _sub(paired["overall"], single["overall"]),
-            "micro": {k: _sub(v, single["micro"].get(k)) for k, v in paired["micro"].items() if k in single["micro"]},
-            "groups": {k: _sub(v, single["groups"].get(k)) for k, v in paired["groups"].items()
-                       if k in single["groups"]},
-        }
-        if options.n_boot > 0:
-            rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
-                           "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
-            gap.update(pst_gap_intervals(paired=rows["paired"], single=rows["single"], groups=out["identity_groups"],
-                                         treatment=options.treatment, n_boot=options.n_boot,
-                                         confidence=options.confidence, seed=seed))
-        if options.n_perm > 0:
-            both = setting_rows["single"] | setting_rows["paired"]
-            perm = permutation_test_sts_studentized(
-                data.q_image[both], (data.q_setting[both] == "paired").astype(int), labels[both], stereotypes[both],
-                options.treatment, n_perm=options.n_perm, seed=seed)
-            gap["permutation_test"] = {
-                "observed": _f(perm.observed), "p_value": _f(perm.p_value), "n_perm": perm.n_perm,
-                "null": "setting label exchangeable over images",
-                "statistic": "studentized: difference over its image-cluster-robust standard error (Welch-type)"}
-        out["gap"] = gap
-    if "paired" in setting_rows and "intervention" in setting_rows:
+    if SINGLE in out and PAIRED in out:
+        out["gap"] = _pst_gap(data, out, setting_rows, identities, labels, stereotypes, options, seed)
+    if PAIRED in setting_rows and INTERVENTION in setting_rows:
         rows = {name: {"image_ids": data.q_image[m], "identities": identities[m], "labels": labels[m],
                        "stereotypes": stereotypes[m]} for name, m in setting_rows.items()}
         analysis = guarded("pst.intervention_analysis", lambda: intervention_section(

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from metrics.core import pst, vlm
+from metrics.core.pst import Treatment
 from metrics.core.pst_analysis import intervention_analysis, restrict_to_identities, top_k_identities
 from metrics.core.report_warnings import warn
 
@@ -58,32 +59,32 @@ def _difference(d: Any) -> dict[str, Any]:
             "p_holm": num(d.p_holm) if d.p_holm is not None else None}
 
 
-def _counted(side: Mapping[str, np.ndarray], treatment: str) -> int:
-    _, w = pst.stereo_weights(side["labels"], side["stereotypes"], treatment)  # type: ignore[arg-type]
+def _counted(side: Mapping[str, np.ndarray], treatment: Treatment) -> int:
+    _, w = pst.stereo_weights(side["labels"], side["stereotypes"], treatment)
     return int(w.sum())
 
 
 def _selected(plain: Mapping[str, np.ndarray], intervention: Mapping[str, np.ndarray], groups: Mapping[str, str],
-              top_k: int | None, treatment: str, selection_from: Mapping[str, np.ndarray] | None
+              top_k: int | None, treatment: Treatment, selection_from: Mapping[str, np.ndarray] | None
               ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
     """The two sides after the top-k selection (only images whose persons are all selected)."""
     p, it = dict(plain), dict(intervention)
     if top_k is None:
         return p, it, None
     src = selection_from if selection_from is not None else plain
-    micro = pst.micro_sts(src["identities"], src["labels"], src["stereotypes"], treatment)  # type: ignore[arg-type]
+    micro = pst.micro_sts(src["identities"], src["labels"], src["stereotypes"], treatment)
     selection = top_k_identities(micro, groups, top_k)
     chosen = sorted(i for ids in selection["selected"].values() for i in ids)
     return restrict_to_identities(p, chosen), restrict_to_identities(it, chosen), selection
 
 
 def _variant(plain: Mapping[str, np.ndarray], intervention: Mapping[str, np.ndarray], groups: Mapping[str, str],
-             top_k: int | None, treatment: str, n_boot: int, n_perm: int, confidence: float,
+             top_k: int | None, treatment: Treatment, n_boot: int, n_perm: int, confidence: float,
              seed: int, path: str, selection_from: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
     p, it, selection = _selected(plain, intervention, groups, top_k, treatment, selection_from)
     images = {"plain": int(np.unique(p["image_ids"]).size), "intervention": int(np.unique(it["image_ids"]).size)}
-    a = pst.overall_sts(it["labels"], it["stereotypes"], treatment) if it["labels"].size else float("nan")  # type: ignore[arg-type]
-    b = pst.overall_sts(p["labels"], p["stereotypes"], treatment) if p["labels"].size else float("nan")  # type: ignore[arg-type]
+    a = pst.overall_sts(it["labels"], it["stereotypes"], treatment) if it["labels"].size else float("nan")
+    b = pst.overall_sts(p["labels"], p["stereotypes"], treatment) if p["labels"].size else float("nan")
     empty = [name for name, side in (("plain", p), ("intervention", it)) if _counted(side, treatment) == 0]
     if empty:  # a campaign in progress: nothing to compare yet on a side
         why = (f"no labelled person in the {' or '.join(empty)} setting"
@@ -94,7 +95,7 @@ def _variant(plain: Mapping[str, np.ndarray], intervention: Mapping[str, np.ndar
     if n_boot <= 0:  # point figures only (no resampling asked for)
         return {"plain": num(b), "intervention": num(a), "difference": num(a - b), "selection": selection,
                 "images": images}
-    res = intervention_analysis(p, it, groups, None, None, False, treatment,  # type: ignore[arg-type]
+    res = intervention_analysis(p, it, groups, None, None, False, treatment,
                                 n_boot, n_perm, confidence, seed)
     return {"plain": num(res["plain"]), "intervention": num(res["intervention"]),
             "difference": _difference(res["difference"]),
@@ -114,7 +115,7 @@ def _halves(images: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def intervention_section(*, plain: Mapping[str, np.ndarray], intervention: Mapping[str, np.ndarray],
-                         groups: Mapping[str, str], treatment: str, n_boot: int, n_perm: int, confidence: float,
+                         groups: Mapping[str, str], treatment: Treatment, n_boot: int, n_perm: int, confidence: float,
                          seed: int) -> dict[str, Any]:
     """The fairness intervention against the plain paired setting on the same identities (PST section 5,
     Tables 5-6). Variants:

@@ -18,10 +18,11 @@ Built from `CampaignData` arrays only (no database: the extraction read everythi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from campaigns.spec import PST
 from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
@@ -33,6 +34,7 @@ from .gep import gep_section
 from .guard import guarded
 from .labels import LabelTable, label_table, question_labels
 from .pst import pst_section
+from .types import AgreementBlock, CampaignBlock
 from .values import num as _f
 
 # The names other modules import from here (the sections' own modules are the owners).
@@ -74,21 +76,22 @@ def report_from_data(data: CampaignData, options: ReportOptions,
 
 
 def _report_sections(data: CampaignData, options: ReportOptions,
-                     labels: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
+                     given: tuple[np.ndarray, np.ndarray] | None) -> dict[str, Any]:
     campaign = data.campaign
     seed = report_seed(data, options)
-    labels, ties = question_labels(data, options) if labels is None else labels
+    labels, ties = question_labels(data, options) if given is None else given
     backend = campaign.spec.get("backend") or {}
+    campaign_block: CampaignBlock = {
+        "id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,
+        "backend": backend.get("name"), "model": backend.get("model"), "synthetic": backend.get("name") == "placeholder"}
     report: dict[str, Any] = {
-        "campaign": {"id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,
-                     "backend": backend.get("name"), "model": backend.get("model"),
-                     "synthetic": backend.get("name") == "placeholder"},
+        "campaign": campaign_block,
         "options": {**options.to_dict(), "seed": seed},
         "counts": {**data.counts, "ties": int(ties.sum()),
                    "questions_labelled": int((labels != "").sum())},
         "agreement": _agreement_block(data),
     }
-    if campaign.kind == "pst":
+    if campaign.kind == PST:
         pst_part = guarded("pst", lambda: pst_section(data, labels, ties, options, seed))
         if pst_part is not None:
             report["pst"] = pst_part
@@ -110,8 +113,8 @@ def _report_sections(data: CampaignData, options: ReportOptions,
     return report
 
 
-def _agreement_block(data: CampaignData) -> dict[str, Any]:
+def _agreement_block(data: CampaignData) -> AgreementBlock:
     sub, basis = agreement_data(data)
     if basis["note"]:
         warn("agreement", basis["note"])
-    return {**agreement_section(sub), **agreement_subsets(sub), "basis": basis}
+    return cast(AgreementBlock, {**agreement_section(sub), **agreement_subsets(sub), "basis": basis})

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.spec import KINDS
+
 SCHEMA_ID = "/api/schema/report/"
 NUMBER = {"type": ["number", "null"]}
 INTERVAL = {"type": ["array", "null"], "items": NUMBER, "minItems": 2, "maxItems": 2}
@@ -60,7 +62,7 @@ GEP_SETTING = _section(
 SECTIONS: dict[str, dict[str, Any]] = {
     "campaign": _section(
         "The campaign the report is of.",
-        {"id": {"type": "integer"}, "name": {"type": "string"}, "kind": {"enum": ["pst", "gep"]},
+        {"id": {"type": "integer"}, "name": {"type": "string"}, "kind": {"enum": list(KINDS)},
          "status": {"type": "string"}, "backend": {"type": ["string", "null"]}, "model": {"type": ["string", "null"]},
          "synthetic": {"type": "boolean"}}),
     "options": _section(

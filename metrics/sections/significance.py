@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from campaigns.spec import GEP_SETTINGS, PAIRED, PST, PST_SETTINGS, SINGLE
 from common.errors import ApplicationError
 from metrics.compare.options import CompareOptions
 from metrics.core import agreement_subsets
@@ -34,8 +35,6 @@ from metrics.options import ReportOptions
 from .agreement import agreement_data
 from .labels import question_labels
 
-PST_SETTINGS = ("single", "paired", "intervention")
-GEP_SETTINGS = ("neutral", "explicit")
 UNIT = ("image: whole images (all questions and annotations of an image) are resampled and permuted between "
         "the two sides, within strata (GEP: gender; PST gap: setting)")
 
@@ -66,7 +65,7 @@ class _Side:
         spec = data.campaign.spec
         self.groups: dict[str, str] = {}
         stereo: dict[str, str] = {}
-        if data.campaign.kind == "pst":
+        if data.campaign.kind == PST:
             for g in spec["design"]["identities"]["groups"]:
                 stereo[g["name"]] = g["stereotype"]
                 self.groups.update({i: g["name"] for i in g["identities"]})
@@ -88,7 +87,7 @@ class _Side:
                 "labels": self.labels[m]}
 
     def amp(self) -> dict[str, np.ndarray]:
-        m = self.data.q_setting == "single"
+        m = self.data.q_setting == SINGLE
         d = self.data
         templates = d.q_meta.get("template")
         tmpl = templates[m] if templates is not None else np.full(int(m.sum()), "default", dtype=object)
@@ -106,17 +105,17 @@ def _pst_rows(section: str, res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str, Any]:
     """Every test between side A and side B (a comparison of two campaigns, or of two settings)."""
-    kw = {"n_boot": co.draws, "n_perm": co.draws, "confidence": ro.confidence, "seed": co.seed}
+    kw: dict[str, Any] = {"n_boot": co.draws, "n_perm": co.draws, "confidence": ro.confidence, "seed": co.seed}
     rows: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     notes: dict[str, Any] = {}
     kind = a.data.campaign.kind
-    pairs = ([(a.setting, b.setting)] if a.setting else
-             [(s, s) for s in (PST_SETTINGS if kind == "pst" else GEP_SETTINGS) if s in a.settings() & b.settings()])
+    pairs = ([(a.setting, b.setting)] if a.setting and b.setting else
+             [(s, s) for s in (PST_SETTINGS if kind == PST else GEP_SETTINGS) if s in a.settings() & b.settings()])
     for sa, sb in pairs:
         section = f"{kind}.{sa}" if sa == sb else f"{kind}.{sa}-{sb}"
         try:
-            if kind == "pst":
+            if kind == PST:
                 res = compare_pst(a.pst(sa), b.pst(sb), groups={**b.groups, **a.groups}, treatment=ro.treatment, **kw)
                 rows += _pst_rows(section, res)
                 if res["only_a"] or res["only_b"]:
@@ -129,14 +128,14 @@ def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str
                 rows += [_row(section, "vector", x, f"{section}.vector", d) for x, d in sorted(res["vector"].items())]
         except ValueError as exc:  # e.g. no image of a gender on one side
             skipped.append({"section": section, "reason": str(exc)})
-    if kind == "pst" and not a.setting and {"single", "paired"} <= a.settings() & b.settings():
+    if kind == PST and not a.setting and {SINGLE, PAIRED} <= a.settings() & b.settings():
         try:
             res = compare_pst_gap(a.pst("single"), a.pst("paired"), b.pst("single"), b.pst("paired"),
                                   groups={**b.groups, **a.groups}, treatment=ro.treatment, **kw)
             rows += _pst_rows("pst.gap", res)
         except ValueError as exc:
             skipped.append({"section": "pst.gap", "reason": str(exc)})
-    if kind == "pst" and not a.setting:
+    if kind == PST and not a.setting:
         rows += _amplification_rows(a, b, kw, skipped)
     return {"rows": rows, "skipped": skipped, "only_one_side": notes}
 
@@ -155,7 +154,7 @@ def _references(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _amplification_rows(a: _Side, b: _Side, kw: dict[str, Any], skipped: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Amplification means (per template and averaged) of the single setting against every reference
     both campaigns name (their spec `references`; side A's values); none when there is none."""
-    if "single" not in a.settings() & b.settings():
+    if SINGLE not in a.settings() & b.settings():
         return []
     refs_a, refs_b = _references(a.data.campaign.spec), _references(b.data.campaign.spec)
     rows: list[dict[str, Any]] = []

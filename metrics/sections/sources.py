@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from campaigns.spec import GEP, GEP_SETTINGS, PST_SETTINGS
 from metrics.core import gep, hybrid, hybrid_intervals, machine, pst
 from metrics.core._arrays import index_in
 from metrics.core.report_warnings import DOMAIN_RULES, collecting, flag_domain
@@ -49,7 +50,7 @@ def _source_report(data: CampaignData, mdata: MachineData, options: ReportOption
                         "labeller": mdata.labeller, "model": mdata.model,
                         "questions_labelled": int((m_labels != "").sum())}
     auto: dict[str, Any] = {"agreement": agreement_section(data, human_labels, mdata, options, seed)}
-    if data.campaign.kind == "gep":
+    if data.campaign.kind == GEP:
         auto["gep"] = gep_comparison(data, human_labels, human_ties, mdata, options, seed)
         report["clipscore"] = clipscore_section(data, mdata)
     report["auto"] = {mdata.labeller: auto}
@@ -66,7 +67,7 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
     out: dict[str, Any] = {"overall": machine.label_agreement(
         human, mdata.choice, data.q_image, score=mdata.score, positive=_positive(mdata), n_boot=options.n_boot,
         confidence=options.confidence, seed=seed), "by_setting": {}}
-    is_gep = data.campaign.kind == "gep"
+    is_gep = data.campaign.kind == GEP
     for setting in sorted(set(data.q_setting.tolist())):
         m = data.q_setting == setting
         kw = dict(score=mdata.score[m], positive=_positive(mdata, m), n_boot=options.n_boot,
@@ -133,7 +134,7 @@ def gep_comparison(data: CampaignData, human: np.ndarray, ties: np.ndarray, mdat
     machine_sec = gep_section(data, mdata.choice, np.zeros(human.size, dtype=bool), quiet, seed)
     gender_order = human_sec["genders"]
     out: dict[str, Any] = {}
-    for setting in ("neutral", "explicit"):
+    for setting in GEP_SETTINGS:
         if setting not in human_sec or setting not in machine_sec:
             continue
         attrs = list(human_sec[setting]["vector"])
@@ -161,7 +162,7 @@ def clipscore_section(data: CampaignData, mdata: MachineData) -> dict[str, Any]:
     images; images the report leaves out (excluded) are left out here too."""
     keep = set(np.unique(data.q_image).tolist())
     out: dict[str, Any] = {}
-    for setting in ("neutral", "explicit"):
+    for setting in GEP_SETTINGS:
         rows = [r for r in mdata.clipscore if r["setting"] == setting and r["image"] in keep]
         if not rows:
             continue
@@ -185,7 +186,7 @@ MACHINE_FAILED = {"pst": "Cannot identify", "gep": "No"}
 
 def machine_values(data: CampaignData, mdata: MachineData) -> np.ndarray:
     """The machine's label per question, a failed (missing) label replaced by the fixed one."""
-    fixed = MACHINE_FAILED["gep" if data.campaign.kind == "gep" else "pst"]
+    fixed = MACHINE_FAILED["gep" if data.campaign.kind == GEP else "pst"]
     return np.where(mdata.choice == "", fixed, mdata.choice).astype(object)
 
 
@@ -232,8 +233,8 @@ def hybrid_section(data: CampaignData, human: np.ndarray, mdata: MachineData, op
                    "human_images": int(np.unique(data.q_image[lab]).size),
                    "machine_only_images": int(np.unique(data.q_image[unl]).size)},
         "methods": {**hybrid.METHODS, "sparse": hybrid_intervals.SPARSE_METHODS,
-                    "machine_failed": MACHINE_FAILED[data.campaign.kind if data.campaign.kind == "gep" else "pst"]}, "confidence": options.confidence}
-    if data.campaign.kind == "gep":
+                    "machine_failed": MACHINE_FAILED[data.campaign.kind if data.campaign.kind == GEP else "pst"]}, "confidence": options.confidence}
+    if data.campaign.kind == GEP:
         out.update(_gep_hybrid(data, human, mdata, lab, unl, options, seed))
     else:
         out.update(_pst_hybrid(data, human, mdata, lab, unl, options))
@@ -249,7 +250,7 @@ def _gep_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
     ph, ch, _ = gep.present_weights(human, options.gep_tie_policy)
     pm, cm, _ = gep.present_weights(machine_values(data, mdata), options.gep_tie_policy)
     out: dict[str, Any] = {}
-    for setting in ("neutral", "explicit"):
+    for setting in GEP_SETTINGS:
         mask = (data.q_setting == setting) & np.isin(g_all, genders)
         if not mask.any():
             continue
@@ -302,7 +303,7 @@ def _pst_hybrid(data: CampaignData, human: np.ndarray, mdata: MachineData, lab: 
     fem_m = (pst.label_kinds(m_choice) == pst.K_FEM).astype(float)
     conf = options.confidence
     out: dict[str, Any] = {}
-    for setting in ("single", "paired", "intervention"):
+    for setting in PST_SETTINGS:
         mask = data.q_setting == setting
         if not mask.any():
             continue

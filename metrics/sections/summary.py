@@ -24,11 +24,13 @@ import logging
 import math
 from typing import Any
 
+from campaigns.spec import GEP_SETTINGS, INTERVENTION, PAIRED, PST, PST_SETTINGS
+
 __all__ = ["report_summary", "summary_or_warning"]
 _log = logging.getLogger(__name__)
 
-SETTINGS_PST = ("single", "paired", "intervention")
-SETTINGS_GEP = ("neutral", "explicit")
+SETTINGS_PST = PST_SETTINGS
+SETTINGS_GEP = GEP_SETTINGS
 
 
 def _num(x: Any) -> float | None:
@@ -67,7 +69,7 @@ def _sts_meaning(value: Any, ci: Any, setting: str, stereotype: str) -> str:
     v = _num(value)
     if v is None:
         return "no figure"
-    images = "paired images" if setting in ("paired", "intervention") else "single-person images"
+    images = "paired images" if setting in (PAIRED, INTERVENTION) else "single-person images"
     share = round((v + 100) / 2)
     sign = _sign(ci)
     if sign > 0:
@@ -101,7 +103,8 @@ def _pst(report: dict[str, Any], stereotype: str) -> tuple[list[str], list[str]]
         comparison.append(f"Paired minus single: {_fmt(gap['overall'])}{_ci(gap.get('overall_ci'))} STS points"
                           f"{tested}: {what}.")
     inter = (pst.get("intervention_analysis") or {}).get("all") or {}
-    diff = inter.get("difference") if isinstance(inter.get("difference"), dict) else {}
+    diff = inter.get("difference") if isinstance(inter.get("difference"), dict) else None
+    diff = diff or {}
     if _num(inter.get("intervention")) is not None:
         comparison.append(f"Fairness intervention: STS {_fmt(inter['intervention'])} with the intervention against "
                           f"{_fmt(inter.get('plain'))} without (difference {_fmt(diff.get('difference'))}"
@@ -231,7 +234,7 @@ def report_summary(report: dict[str, Any], *, aspect: str | None = None) -> dict
     kind = (report.get("campaign") or {}).get("kind")
     stereotype = {"occupation": "occupational", "power": "power-role"}.get(aspect or "", "the design's")
     comparison: list[str] = []
-    if kind == "pst":
+    if kind == PST:
         headline, comparison = _pst(report, stereotype)
     else:
         headline = _gep(report)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from itertools import combinations
+from typing import Any
 
 from annotation.demographics import FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
 from campaigns.models import Campaign
@@ -28,7 +29,7 @@ PAIR_PERM_PER_ANSWER_S = 1.0e-7  # ... and its per-answer part (counts of both g
 COMPARE_PER_IMAGE_DRAW_S = 2.0e-7  # compare's vectorised resampling, per unit of `compare_work`
 PACKAGE_PER_ANSWER_S = 8.0e-5  # the replication package build (1M answers: 80.6 s on the shared machine)
 
-_DEFAULTS = {f.name: f.default for f in fields(ReportOptions)}
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(ReportOptions)}
 
 
 @dataclass(frozen=True)

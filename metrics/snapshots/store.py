@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, transaction
 
@@ -40,7 +40,7 @@ def snapshot_get(owner: Campaign, key: SnapshotKey, *, options: ReportOptions, b
     snap = ReportSnapshot.objects.filter(campaign=owner, options_key=key.options_key,
                                          data_version=key.data_version).first()
     if snap is not None and snap.status == ReportSnapshot.Status.READY:
-        return "ready", snap.payload
+        return "ready", cast(Payload, snap.payload)  # a ready snapshot always holds its payload
     if snap is not None and snap.status == ReportSnapshot.Status.BUILDING:
         return "building", _building(snap.pk, snap.progress)
     if background():

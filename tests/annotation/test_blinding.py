@@ -2,7 +2,7 @@
 fairness-intervention image's question carries the paired example family, instructions and examples."""
 from __future__ import annotations
 
-from annotation.families import campaign_families, example_family, family_instructions
+from annotation.families import design_example_families, example_family, family_instructions
 from annotation.hits.rules import Candidate, question_payload
 from campaigns.presets import PST_SETTING_INSTRUCTIONS
 
@@ -12,7 +12,7 @@ def test_intervention_questions_are_shown_as_paired() -> None:
     assert example_family("person", "single") == "person:single"
     assert example_family("attribute:dress", "explicit") == "attribute:dress"
     spec = {"design": {"settings": ["single", "paired", "intervention"], "fairness_intervention": True}}
-    assert campaign_families("pst", spec) == ["person:single", "person:paired"]
+    assert design_example_families("pst", spec) == ["person:single", "person:paired"]
     texts = family_instructions("pst", {**PST_SETTING_INSTRUCTIONS, "intervention": "a text of its own"})
     assert set(texts) == {"person:single", "person:paired"}
     assert texts["person:paired"] == PST_SETTING_INSTRUCTIONS["paired"]

@@ -2,7 +2,7 @@
 and the paired examples (issue 25), so the task page never tells them which setting it is."""
 from __future__ import annotations
 
-from annotation.families import campaign_families, example_family, family_instructions
+from annotation.families import design_example_families, example_family, family_instructions
 from campaigns import presets
 
 
@@ -11,8 +11,8 @@ def test_intervention_questions_are_in_the_paired_family() -> None:
     assert example_family("person", "single") == "person:single"
     assert example_family("attribute:dress", "neutral") == "attribute:dress"
     spec = {"design": {"settings": ["single", "paired", "intervention"]}}
-    assert campaign_families("pst", spec) == ["person:single", "person:paired"]
-    assert campaign_families("pst", {"design": {"settings": ["intervention"]}}) == ["person:paired"]
+    assert design_example_families("pst", spec) == ["person:single", "person:paired"]
+    assert design_example_families("pst", {"design": {"settings": ["intervention"]}}) == ["person:paired"]
 
 
 def test_intervention_images_get_the_paired_text() -> None:

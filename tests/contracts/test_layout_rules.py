@@ -222,5 +222,8 @@ def test_make_test_holds_the_documented_layer_order_between_apps() -> None:
     assert layers == ["console", "metrics | crowd", "autolabel", "annotation", "generation", "campaigns", "common"]
     core = next(c for c in contracts if c["type"] == "forbidden" and c["source_modules"] == ["metrics.core"])
     assert "django" in core["forbidden_modules"]
+    tiers = next(c for c in contracts if c["id"] == "metrics-tiers")  # the tiers inside metrics
+    assert tiers["layers"] == ["metrics.snapshots : metrics.compare : metrics.package", "metrics.render",
+                               "metrics.sections", "metrics.extract", "metrics.core"]
     lint = subprocess.run([str(ROOT / ".venv" / "bin" / "lint-imports")], cwd=ROOT, capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout[-3000:]

@@ -40,9 +40,9 @@ def _clean(key: str) -> None:
 
 def test_an_uploaded_example_png_is_stored_without_metadata_or_trailing_bytes(api: APIClient, small: Campaign,  # noqa: F811
                                                                             media: Path) -> None:
-    from annotation.families import campaign_families
+    from annotation.families import design_example_families
 
-    family = campaign_families(small.kind, small.spec)[0]
+    family = design_example_families(small.kind, small.spec)[0]
     choice = small.questions.filter(family=family["name"] if isinstance(family, dict) else family).first()
     answer = choice.choices[0] if choice else "Yes"
     response = api.post(f"/api/campaigns/{small.pk}/examples/",

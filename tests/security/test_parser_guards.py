@@ -46,7 +46,6 @@ NUMBER_ALLOWED = {
     ("common/uploads.py", "int(limits.get(kind, DEFAULT_UPLOAD_LIMITS[kind]))"),  # a setting
     ("common/uploads.py", "int(parts[1])"),  # the line number the bounded parser put in its error key
     ("common/views.py", "int(time.time() // window)"),
-    ("common/views.py", "int(cache.incr(key))"),
     ("common/views.py", "int(limit)"),  # a setting
     ("common/views.py", "int(request.META.get('CONTENT_LENGTH') or 0)"),  # WSGI's header, ValueError -> 0
     ("console/views.py", "int(part)"),  # after part.isdigit() and a length check: see console_ids
@@ -65,6 +64,10 @@ NUMBER_ALLOWED = {
     ("metrics/sections/planning.py", "float(p['assumptions']['label_tie'])"),
     ("metrics/sections/planning.py", "int(counts['images'] * 2 / n_genders)"),
     ("metrics/sections/planning.py", "int((design.get('samples') or {}).get('single') or 0)"),
+}
+# (module, the call's source) of `.format` on a template that is not outside input.
+TEMPLATE_ALLOWED = {
+    ("metrics/core/report_warnings.py", "r.message.format(threshold=r.threshold, **values)"),  # its DOMAIN_RULES
 }
 CSV_READERS = {"common/uploads.py", "crowd/mturk_batch.py", "campaigns/spec/references.py"}
 
@@ -182,6 +185,8 @@ def test_templates_are_filled_only_by_template_fill() -> None:
             func = call.func
             constant = isinstance(func, ast.Attribute) and (isinstance(func.value, ast.Constant) or (
                 isinstance(func.value, ast.Name) and func.value.id.isupper()))  # a literal or a module CONSTANT
+            if (path, ast.unparse(call)) in TEMPLATE_ALLOWED:
+                continue
             if isinstance(func, ast.Attribute) and func.attr in ("format", "format_map") and not constant:
                 offenders.append(f"{path}:{call.lineno}: {ast.unparse(call)[:80]}")
     assert not offenders, "fill outside templates with common.templates.template_fill:\n" + "\n".join(offenders)

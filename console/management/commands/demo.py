@@ -36,6 +36,7 @@ class Command(BaseCommand):
         User = get_user_model()
         group, _ = Group.objects.get_or_create(name=RESEARCHER_GROUP)
         users = {}
+        tokens: dict[str, str] = {}
         for username, info in DEMO_USERS.items():
             user, created = User.objects.get_or_create(username=username)
             if created:
@@ -44,8 +45,9 @@ class Command(BaseCommand):
                 user.is_superuser = info["superuser"]
                 user.save()
             user.groups.add(group)
-            Token.objects.get_or_create(user=user)
+            token, _ = Token.objects.get_or_create(user=user)
             users[username] = user
+            tokens[username] = token.key
         campaigns = []
         for spec in DEMO_SPECS:
             campaign = Campaign.objects.filter(owner=users["researcher"], name=spec["name"]).first()
@@ -57,7 +59,7 @@ class Command(BaseCommand):
             return
         self.stdout.write("Demo accounts (username / password):")
         for username, info in DEMO_USERS.items():
-            self.stdout.write(f"  {username:<11} {info['password']:<22} API token {users[username].auth_token.key}")
+            self.stdout.write(f"  {username:<11} {info['password']:<22} API token {tokens[username]}")
         if audit:
             self.stdout.write(f"  {DEMO_ANNOTATOR['username']:<11} {DEMO_ANNOTATOR['password']:<22} "
                               f"annotator: try the task page, log in at /work/{campaigns[0].pk}/login/")

@@ -98,6 +98,7 @@ class Command(BaseCommand):
             raise CommandError("--out PATH is required for --format csv (a zip file).")
         try:
             opts = ReportOptions.from_params(params)
+            report: bytes | dict[str, Any]
             if fmt == "csv":  # one extraction: the report (when not built yet) and the tables
                 state, report = report_csv_get(campaign=campaign, options=opts, allow_async=False)
             else:
@@ -105,9 +106,8 @@ class Command(BaseCommand):
         except ApplicationError as exc:
             raise CommandError(str(exc)) from exc
         if state != "ready":
-            raise CommandError(f"The report is being built by a worker ({report}); run the command again later.")
-        if fmt == "csv":
-            assert isinstance(report, bytes)
+            raise CommandError(f"The report is being built by a worker ({report!r}); run the command again later.")
+        if isinstance(report, bytes):  # the csv zip
             Path(options["out"]).write_bytes(report)
         else:
             text = json.dumps(report, indent=2) if fmt == "json" else report_html(campaign=campaign, report=report,
