@@ -2,17 +2,21 @@
 every campaign endpoint (campaign_get: others get 404)."""
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from campaigns.models import Campaign
 from campaigns.selectors import campaign_get
 from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher
-from common.uploads import upload_read
+from common.upload_jobs import UploadImportJobOutput, upload_estimate, upload_import_request
+from common.uploads import upload_check, upload_read
 
 from .importer import machine_labels_import
 from .models import MachineLabel
@@ -94,12 +98,24 @@ class MachineLabelImportApi(APIView):
     @extend_schema(request={"multipart/form-data": inline_serializer("MachineLabelImportInput", fields={
         "file": serializers.FileField(help_text="CSV or JSON Lines, one label per row"),
         "labeller": serializers.CharField(),
-    })}, responses={201: MachineLabelImportOutput})
+    })}, responses={201: MachineLabelImportOutput, 202: UploadImportJobOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")
         if upload is None:
             raise ApplicationError("A file is required.", errors={"file": ["This field is required."]})
-        result = machine_labels_import(campaign=campaign, labeller=request.data.get("labeller"),
-                                       name=upload.name or "labels", data=upload_read(upload, field="file", kind="csv"))
-        return Response(result, status=status.HTTP_201_CREATED)
+        params = {"campaign": campaign.pk, "labeller": request.data.get("labeller"), "name": upload.name or "labels"}
+        # Through the request work budget (common/upload_jobs.py): imported here, or 202 while a worker
+        # imports the stored upload with the same function.
+        upload_check(upload, field="file", kind="csv")
+        state, body = upload_import_request(
+            kind="machine_labels", campaign_id=campaign.pk, owner_id=request.user.pk,
+            estimate=upload_estimate(upload, kind="machine_labels"), uploads={"file": upload}, params=params,
+            inline=lambda: machine_labels_run(params, {"file": upload_read(upload, field="file", kind="csv")}))
+        return Response(body, status=status.HTTP_202_ACCEPTED if state == "building" else status.HTTP_201_CREATED)
+
+
+def machine_labels_run(params: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+    """The machine labels import of an upload (the request's, or a stored one in the worker)."""
+    return machine_labels_import(campaign=Campaign.objects.get(pk=params["campaign"]), labeller=params["labeller"],
+                                 name=params["name"], data=files["file"])

@@ -17,3 +17,8 @@ class AutolabelConfig(AppConfig):
         register_progress(autolabel_progress)
         register_question_gate(human_sample_gate)
         cli.register()
+        from common.upload_jobs import register_import
+
+        from .apis import machine_labels_run
+
+        register_import("machine_labels", machine_labels_run)  # an upload over the request work budget

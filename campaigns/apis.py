@@ -12,10 +12,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.spec import KINDS
-from common.errors import ApplicationError
+from common.errors import ApplicationError, NotFoundError
 from common.pagination import PageNumberPagination
 from common.parsers import SPEC_PARSERS
 from common.permissions import IsResearcher
+from common.upload_jobs import UploadImportJobOutput, upload_job_get
 from common.uploads import upload_read
 
 from . import presets
@@ -167,6 +168,24 @@ class CampaignPromptsApi(APIView):
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(qs, request, view=self)
         return paginator.get_paginated_response(PromptOutputSerializer(page, many=True).data)
+
+
+class CampaignImportJobApi(APIView):
+    """An upload imported by a worker (MTurk batch results, machine labels, image manifest over the
+    request work budget: common/upload_jobs.py): `?job=<id>` from the import's 202."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(parameters=[OpenApiParameter("job", str, required=True)], responses={200: UploadImportJobOutput})
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = campaign_get(user=request.user, campaign_id=campaign_id)
+        job_id = request.query_params.get("job")
+        if not job_id:
+            raise ApplicationError("Name the import: ?job=<id> (from its 202).", errors={"job": ["required"]})
+        job = upload_job_get(job_id=str(job_id), owner_id=request.user.pk)
+        if job is None or job.get("campaign") != campaign.pk:
+            raise NotFoundError("No such import (unknown, another campaign's, or expired after 7 days).")
+        return Response(job)
 
 
 class CampaignSpecApi(APIView):

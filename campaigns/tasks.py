@@ -19,3 +19,11 @@ def campaign_prompts_expand(campaign_id: int) -> dict[str, Any]:
 def campaign_prompts_sweep() -> list[int]:
     """Beat: re-publish expansions that made no progress for CAMPAIGN_EXPANSION_STALL_S."""
     return services.campaign_prompts_sweep(stale_s=settings.CAMPAIGN_EXPANSION_STALL_S)
+
+
+@shared_task(name="campaigns.upload_import", queue="default", ignore_result=True)
+def upload_import(job_id: str) -> None:
+    """An upload imported in the worker (over REQUEST_WORK_BUDGET_S: common/upload_jobs.py)."""
+    from common.upload_jobs import upload_import_run
+
+    upload_import_run(job_id=job_id)

@@ -30,7 +30,12 @@ def window_incr(cache: Any, key: str, timeout: int) -> int:
     backend = getattr(cache, "_cache", None)  # RedisCache's client wrapper (a dict on LocMemCache)
     if isinstance(backend, RedisCacheClient):
         full = cache.make_and_validate_key(key)
-        client = backend.get_client(full, write=True)
+        # Django builds a new redis.Redis around the shared pool on every call (~half this function's
+        # CPU); the writer's client is kept on the cache's client wrapper instead (one per thread, as
+        # Django's caches are; redis.Redis over a pool is safe to reuse).
+        client = backend.__dict__.get("_window_client")
+        if client is None:
+            client = backend.__dict__["_window_client"] = backend.get_client(full, write=True)
         if _script is None:
             _script = client.register_script(_INCR_LUA)  # EVALSHA, loaded on the server on first use
         return int(_script(keys=[full], args=[int(timeout)], client=client))

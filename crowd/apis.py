@@ -2,6 +2,8 @@
 an MTurk batch-results CSV. Views parse, call one service, and render."""
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.permissions import IsAuthenticated
@@ -11,12 +13,14 @@ from rest_framework.views import APIView
 
 from annotation import outputs, selectors
 from annotation.apis import QualificationAttemptApi, nothing_now
+from campaigns.models import Campaign
 from campaigns.selectors import campaign_get
 from common.edge import body_parse
 from common.errors import ApplicationError
 from common.inputs import json_loads
 from common.numbers import number
 from common.permissions import IsResearcher
+from common.upload_jobs import UploadImportJobOutput, upload_estimate, upload_import_request
 from common.uploads import upload_check
 
 from . import services
@@ -102,7 +106,8 @@ class MTurkBatchImportApi(APIView):
 
     permission_classes = [IsResearcher]
 
-    @extend_schema(request={"multipart/form-data": MTurkBatchImportInput}, responses={200: MTurkBatchImportOutput})
+    @extend_schema(request={"multipart/form-data": MTurkBatchImportInput},
+                   responses={200: MTurkBatchImportOutput, 202: UploadImportJobOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         upload = request.FILES.get("file")
@@ -117,7 +122,22 @@ class MTurkBatchImportApi(APIView):
                               else [request.data.get("campaigns") or ""])
         campaigns = [campaign] + [campaign_get(user=request.user, campaign_id=cid) for cid in extra
                                   if cid != campaign.pk]
-        # Streamed from the upload's own (temporary) file within the size cap, never read whole (issue 24).
-        result = mturk_batch_import(campaigns=campaigns, data=upload_check(upload, field="file", kind="csv"), mapping=mapping,
-                                    dry_run=str(request.data.get("dry_run", "")).lower() in ("1", "true", "yes"))
-        return Response({"campaigns": [c.pk for c in campaigns], **result.as_dict()})
+        params = {"campaigns": [c.pk for c in campaigns], "mapping": mapping,
+                  "dry_run": str(request.data.get("dry_run", "")).lower() in ("1", "true", "yes")}
+        # Through the request work budget (common/upload_jobs.py): imported here, streamed from the upload's
+        # own file (never read whole), or 202 while a worker imports the stored upload with the same function.
+        upload_check(upload, field="file", kind="csv")
+        state, body = upload_import_request(
+            kind="mturk_batch", campaign_id=campaign.pk, owner_id=request.user.pk,
+            estimate=upload_estimate(upload, kind="mturk_batch"), uploads={"file": upload}, params=params,
+            inline=lambda: mturk_batch_run(params, {"file": upload_check(upload, field="file", kind="csv")}, campaigns))
+        return Response(body, status=status.HTTP_202_ACCEPTED if state == "building" else status.HTTP_200_OK)
+
+
+def mturk_batch_run(params: dict[str, Any], files: dict[str, Any], campaigns: list[Campaign] | None = None) -> dict[str, Any]:
+    """The batch import of an upload (the request's, or a stored one in the worker: common/upload_jobs.py)."""
+    if campaigns is None:
+        campaigns = [Campaign.objects.get(pk=pk) for pk in params["campaigns"]]
+    result = mturk_batch_import(campaigns=campaigns, data=files["file"], mapping=params["mapping"],
+                                dry_run=params["dry_run"])
+    return {"campaigns": [c.pk for c in campaigns], **result.as_dict()}

@@ -1,18 +1,22 @@
 """REST API of generation: start / cancel / retry, the image list, exclusion, and import."""
 from __future__ import annotations
 
+import io
 from typing import Any
 
+from django.core.files.base import ContentFile
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from campaigns.models import Campaign
 from campaigns.selectors import campaign_get, campaign_progress
 from common.errors import ApplicationError
 from common.pagination import PageNumberPagination
 from common.permissions import IsResearcher
+from common.upload_jobs import UploadImportJobOutput, upload_estimate, upload_import_request
 from common.uploads import upload_check, upload_read
 
 from .importer import UploadedFilesSource, ZipSource, images_import
@@ -178,7 +182,7 @@ class ImageImportApi(APIView):
         "archive": serializers.FileField(required=False, help_text="a zip of the image files"),
         "files": serializers.ListField(child=serializers.FileField(), required=False,
                                        help_text="the image files, by the names the manifest uses"),
-    })}, responses={201: ImageImportOutput})
+    })}, responses={201: ImageImportOutput, 202: UploadImportJobOutput})
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = campaign_get(user=request.user, campaign_id=campaign_id)
         manifest = request.FILES.get("manifest")
@@ -189,8 +193,32 @@ class ImageImportApi(APIView):
         if archive is not None and uploads:
             raise ApplicationError("Send either an archive or files, not both.", errors={"archive": ["Send one."]})
         source: Any = ZipSource(upload_check(archive, field="archive", kind="archive")) if archive is not None else UploadedFilesSource(uploads) if uploads else None
-        result = images_import(campaign=campaign, manifest_name=manifest.name or "manifest", manifest=upload_read(manifest, field="manifest", kind="csv"),
-                               files=source)
-        campaign.refresh_from_db()
-        return Response({**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)},
-                        status=status.HTTP_201_CREATED)
+        upload_check(manifest, field="manifest", kind="csv")
+        params = {"campaign": campaign.pk, "manifest_name": manifest.name or "manifest",
+                  "file_names": [f.name for f in uploads]}
+        # Through the request work budget (common/upload_jobs.py): imported here, or 202 while a worker
+        # imports the stored uploads with the same function.
+        state, body = upload_import_request(
+            kind="images", campaign_id=campaign.pk, owner_id=request.user.pk,
+            estimate=upload_estimate(manifest, kind="images"), params=params,
+            uploads={"manifest": manifest, "archive": archive, **{f"files.{i}": f for i, f in enumerate(uploads)}},
+            inline=lambda: images_import_body(campaign, params, upload_read(manifest, field="manifest", kind="csv"), source))
+        return Response(body, status=status.HTTP_202_ACCEPTED if state == "building" else status.HTTP_201_CREATED)
+
+
+def images_import_body(campaign: Campaign, params: dict[str, Any], manifest: bytes, source: Any) -> dict[str, Any]:
+    result = images_import(campaign=campaign, manifest_name=params["manifest_name"], manifest=manifest, files=source)
+    campaign.refresh_from_db()
+    return {**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)}
+
+
+def images_import_run(params: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+    """Worker side of an image import over the budget (common/upload_jobs.py): the stored manifest and
+    archive or files, through the same import."""
+    source: Any = None
+    if "archive" in files:
+        source = ZipSource(io.BytesIO(files["archive"]))
+    elif params["file_names"]:
+        source = UploadedFilesSource([ContentFile(files[f"files.{i}"], name=name)
+                                      for i, name in enumerate(params["file_names"])])
+    return images_import_body(Campaign.objects.get(pk=params["campaign"]), params, files["manifest"], source)

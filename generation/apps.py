@@ -16,3 +16,8 @@ class GenerationConfig(AppConfig):
         cli.register()
         register_progress(image_progress)
         register_progress(generation_stall_progress)
+        from common.upload_jobs import register_import
+
+        from .apis import images_import_run
+
+        register_import("images", images_import_run)  # an upload over the request work budget

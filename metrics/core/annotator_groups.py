@@ -30,11 +30,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
+from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
-__all__ = ["GroupTest", "alpha_stat", "gep_headline", "group_counts", "majority_codes", "permutation_test_groups",
-           "pst_headline"]
+__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "gep_headline", "group_counts", "majority_codes",
+           "permutation_test_groups", "pst_headline"]
 
 Statistic = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # counts (questions x choices) -> (m,)
 Unit = Literal["majority", "answer"]
@@ -111,10 +112,17 @@ def pst_headline(choices: Sequence[str], stereotypes: ArrayLike, settings: Array
             sw = s * w
         num = np.bincount(idx[keep], weights=sw[keep], minlength=n)
         den = np.bincount(idx[keep], weights=w[keep], minlength=n)
+        return finish(np.asarray([num, den], dtype=float)[None])[0]
+
+    def finish(acc: NDArray[np.float64]) -> NDArray[np.float64]:  # (B, 2, settings): numerators, denominators
+        num, den = acc[:, 0], acc[:, 1]
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1), np.nan)
 
-    return stat
+    if unit != "answer":
+        return stat
+    weights = np.stack([s_tab[:, :k] * w_tab[:, :k], w_tab[:, :k]], axis=2)
+    return LinearStatistic(stat, LinearParts(np.where(keep, idx, -1), weights, n, finish))
 
 
 def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLike, settings: ArrayLike,
@@ -152,20 +160,47 @@ def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLi
         else:
             codes = majority_codes(counts)
             pres, coun = present[codes], counted[codes]
-        p = np.bincount(cell[keep], weights=pres[keep], minlength=n * 2 * na).reshape(n, 2, na)
-        t = np.bincount(cell[keep], weights=coun[keep], minlength=n * 2 * na).reshape(n, 2, na)
+        p = np.bincount(cell[keep], weights=pres[keep], minlength=n * 2 * na)
+        t = np.bincount(cell[keep], weights=coun[keep], minlength=n * 2 * na)
+        return finish(np.asarray([p, t], dtype=float)[None])[0]
+
+    def finish(acc: NDArray[np.float64]) -> NDArray[np.float64]:  # (B, 2, cells): present, counted
+        p = acc[:, 0].reshape(-1, n, 2, na)
+        t = acc[:, 1].reshape(-1, n, 2, na)
         with np.errstate(invalid="ignore", divide="ignore"):
             f = np.where(t > 0, p / np.where(t > 0, t, 1), np.nan)
-            v = np.abs(f[:, 0, :] - f[:, 1, :])
+            v = np.abs(f[:, :, 0, :] - f[:, :, 1, :])
             ok = np.isfinite(v)
-            return np.where(ok.any(axis=1), np.where(ok, v, 0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1), np.nan)
+            return np.where(ok.any(axis=2), np.where(ok, v, 0).sum(axis=2) / np.maximum(ok.sum(axis=2), 1), np.nan)
 
-    return stat
+    if unit != "answer":
+        return stat
+    weights = np.stack([present[:k], counted[:k]], axis=1)[None]  # the same for every question
+    return LinearStatistic(stat, LinearParts(np.where(keep, cell, -1), weights, n * 2 * na, finish))
 
 
 def alpha_stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
     """Krippendorff's alpha (nominal) of a count matrix, as a one-element array."""
     return np.atleast_1d(alpha_from_coincidences(_coincidence_rows(np.asarray(counts)).sum(axis=0))).astype(float)
+
+
+class HeadlineWithAlpha:
+    """``concatenate([headline(counts), alpha_stat(counts)])``: the annotators section's statistic. With
+    an answer-level headline (a :class:`LinearStatistic`) the permutation test runs vectorised."""
+
+    def __init__(self, headline: Statistic) -> None:
+        self.headline = headline
+
+    def __call__(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        return np.concatenate([self.headline(counts), alpha_stat(counts)])
+
+
+def _fast_parts(statistic: Statistic) -> tuple[LinearParts, bool] | None:
+    if isinstance(statistic, LinearStatistic):
+        return statistic.parts, False
+    if isinstance(statistic, HeadlineWithAlpha) and isinstance(statistic.headline, LinearStatistic):
+        return statistic.headline.parts, True
+    return None
 
 
 @dataclass(frozen=True)
@@ -207,7 +242,16 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
     observed = sa - sb
     rng = np.random.default_rng(seed)
     hits = np.zeros(observed.shape, dtype=np.int64)
-    for _ in range(n_perm):
+    fast = _fast_parts(statistic)
+    if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
+        sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
+        d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
+        with np.errstate(invalid="ignore"):
+            hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
+        n_loop = 0
+    else:
+        n_loop = n_perm
+    for _ in range(n_loop):
         d = np.subtract(*both(rng.permutation(observed_side)))
         with np.errstate(invalid="ignore"):
             hits += (np.abs(d) >= np.abs(observed) - 1e-12)

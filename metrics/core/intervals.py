@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -270,21 +271,55 @@ def stratified_cluster_draws(
     if s.ndim == 1:
         s = s[:, None]
     codes, n_strata = _strata_index(strata, s.shape[0])
-    rng = np.random.default_rng(seed)
+    sizes = tuple(np.bincount(codes, minlength=n_strata).tolist())
     out = np.empty((n_boot, n_strata, s.shape[1]))
-    for st in range(n_strata):
+    for st, blocks in enumerate(_multiplicities(seed, n_boot, sizes)):
         rows = s[codes == st]
-        n = rows.shape[0]
-        if n == 0:
+        if not blocks:
             out[:, st, :] = 0.0
             continue
         done = 0
-        for m in _blocks(n_boot, n):
+        for mult in blocks:
+            m = mult.shape[0]
+            out[done:done + m, st, :] = mult.astype(float) @ rows
+            done += m
+    return out
+
+
+_CACHED_CELLS = 4_000_000  # multiplicity matrices up to this size are kept (uint8/16: <= 8 MB each)
+
+
+def _multiplicities(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
+    """Per stratum, the blocks of draw x cluster multiplicities of :func:`stratified_cluster_draws`
+    (a pure function of the seed, the number of draws and the strata sizes). A report draws the same
+    images many times (every interval of a PST setting resamples its 800 images with the report's
+    seed): the small ones are computed once per process (issue 23), the values unchanged."""
+    if seed is not None and n_boot * sum(sizes) <= _CACHED_CELLS:
+        return _multiplicities_cached(int(seed), n_boot, sizes)
+    return _multiplicities_drawn(seed, n_boot, sizes)
+
+
+def _multiplicities_drawn(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
+    rng = np.random.default_rng(seed)
+    out: list[list[NDArray[np.integer]]] = []
+    for n in sizes:
+        blocks: list[NDArray[np.integer]] = []
+        for m in (_blocks(n_boot, n) if n else ()):
             idx = rng.integers(0, n, size=(m, n))
             idx += (np.arange(m) * n)[:, None]
-            mult = np.bincount(idx.ravel(), minlength=m * n).reshape(m, n).astype(float)
-            out[done:done + m, st, :] = mult @ rows
-            done += m
+            mult = np.bincount(idx.ravel(), minlength=m * n).reshape(m, n)
+            top = int(mult.max(initial=0))
+            blocks.append(mult.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int64, copy=False))
+        out.append(blocks)
+    return out
+
+
+@lru_cache(maxsize=16)
+def _multiplicities_cached(seed: int, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
+    out = _multiplicities_drawn(seed, n_boot, sizes)
+    for blocks in out:
+        for b in blocks:
+            b.flags.writeable = False
     return out
 
 

@@ -39,7 +39,13 @@ import numpy as np
 from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
 from campaigns.spec import GEP_SETTINGS, PST, PST_SETTINGS
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
-from metrics.core.annotator_groups import alpha_stat, gep_headline, permutation_test_groups, pst_headline
+from metrics.core.annotator_groups import (
+    HeadlineWithAlpha,
+    alpha_stat,
+    gep_headline,
+    permutation_test_groups,
+    pst_headline,
+)
 from metrics.core.significance import holm
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
@@ -80,10 +86,8 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str], 
         headline = gep_headline(data.choices, data.q_meta["gender"], data.q_meta["attribute"], data.q_setting,
                                 settings, genders[:2], options.gep_tie_policy, unit="answer")
 
-    def stat(counts: np.ndarray) -> np.ndarray:
-        return np.concatenate([headline(counts), alpha_stat(counts)]) if alpha else headline(counts)
-
-    return stat
+    # Headline then alpha; answer-level headlines run the permutations vectorised (annotator_permutations).
+    return HeadlineWithAlpha(headline) if alpha else headline
 
 
 def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOptions, seed: int,

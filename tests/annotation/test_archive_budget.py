@@ -52,7 +52,7 @@ def _body(response: Any) -> bytes:
 
 
 @pytest.fixture
-def campaign(researcher: Any) -> Campaign:
+def campaign(researcher: Any, media: Any) -> Campaign:  # media: stored archives land in a fresh folder
     c = make_campaign(researcher, kind="gep")
     make_images(c, "neutral", 2)
     with transaction.atomic():

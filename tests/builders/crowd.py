@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
+from rest_framework.test import APIClient
 
 from campaigns.models import Campaign
 from campaigns.services import campaign_create
@@ -78,3 +81,15 @@ def small(researcher: User) -> Campaign:
 
 W, M = "https://img.example/w.png", "https://img.example/m.png"
 MAPPING = {"slots": 2}
+
+
+def mturk_page(campaign: Campaign, **params: str) -> tuple[Client, APIClient]:
+    """The MTurk entry page for these accept parameters, and an API client with the page's token."""
+    browser = Client()
+    page = browser.get(f"/mturk/{campaign.pk}/", accept_params(**params))
+    assert page.status_code == 200, page.content.decode()[:300]
+    found = re.search(r'data-auth-token="([^"]*)"', page.content.decode())
+    assert found is not None
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {found.group(1)}")
+    return browser, api

@@ -10,7 +10,7 @@ from metrics.core.report_warnings import DOMAIN_RULES, collecting, flag_domain
 from metrics.options import ReportOptions
 from metrics.sections.metric_intervals import pst_gap_intervals
 from metrics.sections.sources import hybrid_section
-from tests.metrics.test_report_sources_pure import _data
+from tests.builders.hybrid_data import hybrid_gep_data
 
 
 def _gap_warnings(singles: int) -> list[dict[str, str]]:
@@ -30,7 +30,7 @@ def test_gap_interval_on_few_persons_is_flagged_conservative() -> None:
 
 
 def _score_warnings(fraction: float) -> list[str]:
-    data, human, mdata = _data(1, per_gender=300, fraction=fraction)
+    data, human, mdata = hybrid_gep_data(1, per_gender=300, fraction=fraction)
     with collecting() as log:
         out = hybrid_section(data, human, mdata, ReportOptions(n_boot=60), seed=3)
     assert out["neutral"]["score"]["ci"][0] is not None

@@ -6,43 +6,13 @@ import numpy as np
 import pytest
 
 from metrics.core import hybrid, machine
-from metrics.extract.data import CampaignData, CampaignFacts
-from metrics.extract.machine import MachineData
 from metrics.options import ReportOptions
 from metrics.sections.sources import agreement_section, hybrid_section
-
-ATTRS = ["dress", "tie"]
-TRUTH = {("woman", "dress"): 0.6, ("woman", "tie"): 0.1, ("man", "dress"): 0.05, ("man", "tie"): 0.5}
-SPEC = {"design": {"genders": [{"name": "woman"}, {"name": "man"}], "attributes": [{"name": a} for a in ATTRS]}}
-
-
-def _data(seed: int, per_gender: int = 300, fraction: float = 0.3) -> tuple[CampaignData, np.ndarray, MachineData]:
-    rng = np.random.default_rng(seed)
-    n_img = 2 * per_gender
-    image = np.repeat(np.arange(1, n_img + 1), len(ATTRS))
-    gender = np.where(image <= per_gender, "woman", "man")
-    attribute = np.tile(ATTRS, n_img)
-    p = np.array([TRUTH[(g, a)] for g, a in zip(gender, attribute, strict=True)])
-    yes = rng.random(image.size) < p
-    human_all = np.where(yes, "Yes", "No")
-    flip = np.where(yes, rng.random(image.size) < 0.2, rng.random(image.size) < 0.1)  # label-dependent error
-    machine_choice = np.where(flip, np.where(yes, "No", "Yes"), human_all)
-    score = np.clip(np.where(machine_choice == "Yes", 0.7, 0.3) + rng.normal(0, 0.1, image.size), 0, 1)
-    sampled_images = rng.random(n_img) < fraction
-    sampled = sampled_images[image - 1]
-    human = np.where(sampled, human_all, "")  # humans label the sample only
-    q = image.size
-    facts = CampaignFacts(id=1, name="t", kind="gep", kind_display="GEP", status="done", seed=seed, spec=SPEC)
-    data = CampaignData(facts, np.arange(q, dtype=np.int64), image.astype(np.int64), np.full(q, "neutral"),
-                        {"gender": gender, "attribute": attribute, "context": np.full(q, "c"),
-                         "sample_index": np.zeros(q, np.int64)},
-                        np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), ["No", "Yes"])
-    mdata = MachineData("clip_cls", machine_choice.astype(str), score, np.full(q, "Yes"), "m", sampled, True, [])
-    return data, human.astype(str), mdata
+from tests.builders.hybrid_data import ATTRS, TRUTH, hybrid_gep_data
 
 
 def test_hybrid_section_calls_ppi_on_the_right_rows() -> None:
-    data, human, mdata = _data(1)
+    data, human, mdata = hybrid_gep_data(1)
     out = hybrid_section(data, human, mdata, ReportOptions(n_boot=200), seed=3)
     cell = (data.q_meta["gender"] == "woman") & (data.q_meta["attribute"] == "dress")
     lab, unl = cell & mdata.sampled, cell & ~mdata.sampled
@@ -66,7 +36,7 @@ def test_report_level_frequencies_cover_and_machine_only_does_not() -> None:
     hits = {"hybrid": 0, "machine": 0}
     runs = 150
     for seed in range(runs):
-        data, human, mdata = _data(100 + seed)
+        data, human, mdata = hybrid_gep_data(100 + seed)
         out = hybrid_section(data, human, mdata, ReportOptions(n_boot=1), seed=seed)
         f = out["neutral"]["frequencies"]["woman"]["dress"]
         hits["hybrid"] += f["ci"][0] <= TRUTH[("woman", "dress")] <= f["ci"][1]
@@ -77,7 +47,7 @@ def test_report_level_frequencies_cover_and_machine_only_does_not() -> None:
 
 
 def test_agreement_section_per_attribute_matches_the_core_function() -> None:
-    data, human, mdata = _data(2)
+    data, human, mdata = hybrid_gep_data(2)
     out = agreement_section(data, human, mdata, ReportOptions(n_boot=100), seed=4)
     direct = machine.agreement_by_group(human, mdata.choice, data.q_image, data.q_meta["attribute"],
                                         score=mdata.score, positive="Yes", n_boot=100, seed=4)
@@ -91,7 +61,7 @@ def test_hybrid_keeps_human_ties_and_machine_failures_with_the_reports_coding() 
     # issue 22 #5: dropping them made the hybrid estimate another quantity than the human report
     from metrics.core.report_warnings import collecting
 
-    data, human, mdata = _data(3)
+    data, human, mdata = hybrid_gep_data(3)
     rng = np.random.default_rng(0)
     human = np.where((human != "") & (rng.random(human.size) < 0.05), "tie", human)
     failed = rng.random(human.size) < 0.1

@@ -58,6 +58,7 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "campaigns:campaign-detail": {"get": OWNER, "delete": OWNER},
     "campaigns:campaign-prompts": {"get": OWNER},
     "campaigns:campaign-spec": {"get": OWNER},
+    "campaigns:campaign-imports": {"get": OWNER},  # ?job=: an upload imported by a worker (400 without it)
     "campaigns:campaign-references": {"get": OWNER, "post": OWNER},
     "campaigns:spec-preview": {"post": RESEARCHER},
     "campaigns:presets": {"get": RESEARCHER},

@@ -12,18 +12,11 @@ from rest_framework.test import APIClient
 
 from annotation.demographics import merge_small_groups
 from campaigns.models import Campaign
-from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
+from tests.builders.campaigns import make_annotator
+from tests.builders.security import ASK, demographics_campaign
 
 pytestmark = pytest.mark.django_db
 
-ASK = {"ask": True, "fields": ["gender", "age_band", "country"]}
-
-
-def _campaign(researcher: User, **demographics: Any) -> Campaign:
-    campaign = make_campaign(researcher, settings=["explicit"], annotation={
-        "hit_size": 2, "redundancy": 9, "demographics": {**ASK, **demographics}})
-    make_images(campaign, "explicit", 12)
-    return open_campaign(campaign)
 
 
 def _join(campaign: Campaign, name: str, gender: str | None, country: str = "NZ") -> None:
@@ -42,7 +35,7 @@ def _cells(summary: dict[str, Any]) -> list[Any]:
 
 
 def test_polling_before_and_after_one_annotator_joins_reveals_nothing(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher)
+    campaign = demographics_campaign(researcher)
     url = f"/api/campaigns/{campaign.pk}/demographics/"
     for i in range(6):
         _join(campaign, f"w{i}", "woman")
@@ -71,7 +64,7 @@ def test_polling_before_and_after_one_annotator_joins_reveals_nothing(researcher
 
 
 def test_no_cell_follows_from_the_others_and_the_total(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher)
+    campaign = demographics_campaign(researcher)
     for i in range(6):
         _join(campaign, f"w{i}", "woman")
     for i in range(5):
@@ -99,7 +92,7 @@ def test_no_cell_follows_from_the_others_and_the_total(researcher: User, api: AP
 
 
 def test_min_group_cannot_be_lowered_below_the_campaigns_setting(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher, min_group=6)
+    campaign = demographics_campaign(researcher, min_group=6)
     for i in range(6):
         _join(campaign, f"w{i}", "woman")
     for i in range(6):
@@ -122,7 +115,7 @@ def test_min_group_cannot_be_lowered_below_the_campaigns_setting(researcher: Use
 
 
 def test_closing_the_campaign_cuts_the_release_the_rule_allows(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher)
+    campaign = demographics_campaign(researcher)
     for i in range(3):
         _join(campaign, f"w{i}", "woman")
     url = f"/api/campaigns/{campaign.pk}/demographics/"

@@ -5,7 +5,6 @@ demographics release rule survives differencing (before/after polling, `other` f
 `min_group=2`). Every test goes through HTTP (or the import the API calls)."""
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from annotation.services.annotators import annotator_create
 from campaigns.models import Campaign
 from crowd.mturk_batch import BatchImportError, mturk_batch_import
 from tests.builders.campaigns import make_annotator, make_campaign, make_images, open_campaign
-from tests.builders.crowd import MAPPING, M, W, accept_params, batch_csv, crowd_campaign, small  # noqa: F401
+from tests.builders.crowd import MAPPING, M, W, accept_params, batch_csv, crowd_campaign, mturk_page, small  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -32,17 +31,6 @@ def _asking(campaign: Campaign) -> Campaign:
     return campaign
 
 
-def _page(campaign: Campaign, **params: str) -> tuple[Client, APIClient]:
-    browser = Client()
-    page = browser.get(f"/mturk/{campaign.pk}/", accept_params(**params))
-    assert page.status_code == 200, page.content.decode()[:300]
-    found = re.search(r'data-auth-token="([^"]*)"', page.content.decode())
-    assert found is not None
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {found.group(1)}")
-    return browser, api
-
-
 def _demographics(api: Any, campaign: Campaign, answers: dict[str, str]) -> Any:
     return api.post(f"/api/campaigns/{campaign.pk}/demographics/",
                     {"consent": True, "consent_version": "1", "answers": answers}, format="json")
@@ -50,7 +38,7 @@ def _demographics(api: Any, campaign: Campaign, answers: dict[str, str]) -> Any:
 
 def test_an_unverified_mturk_claim_may_answer_but_reads_back_nothing(researcher: User) -> None:
     campaign = _asking(crowd_campaign(researcher))
-    _, victim = _page(campaign, worker="AVICTIM1", assignment="3VASSIGN", hit="3VHIT")
+    _, victim = mturk_page(campaign, worker="AVICTIM1", assignment="3VASSIGN", hit="3VHIT")
     assert victim.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json").status_code == 200
     assert _demographics(victim, campaign, {"gender": "self_describe", "gender_self_described": "private words",
                                             "age_band": "25-34"}).status_code == 200
@@ -59,7 +47,7 @@ def test_an_unverified_mturk_claim_may_answer_but_reads_back_nothing(researcher:
     answers = [{"question": q["id"], "choice": "Yes", "time_ms": 900} for q in hit["questions"]]
     assert victim.post(f"/api/assignments/{hit['id']}/submit/", {"answers": answers}, format="json").status_code == 200
     # Anyone who knows the worker id opens the same link (another assignment) ...
-    stranger_browser, stranger = _page(campaign, worker="AVICTIM1", assignment="3SASSIGN", hit="3SHIT")
+    stranger_browser, stranger = mturk_page(campaign, worker="AVICTIM1", assignment="3SASSIGN", hit="3SHIT")
     form = stranger.get(f"/api/campaigns/{campaign.pk}/demographics/").json()
     assert form["response"] is None and form["response_hidden"] is True
     me = stranger_browser.get("/api/annotators/me/").json()

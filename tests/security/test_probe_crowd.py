@@ -11,8 +11,7 @@ from django.contrib.auth.models import User
 
 from annotation.models import Answer
 from tests.builders.campaigns import make_annotator
-from tests.builders.crowd import crowd_campaign
-from tests.security.test_people import _page
+from tests.builders.crowd import crowd_campaign, mturk_page
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +29,7 @@ def _answers(hit: dict[str, Any], choice_index: int) -> list[dict[str, Any]]:
 
 def test_a_resend_tells_an_unverified_claim_nothing_about_the_stored_answers(researcher: User, engine: str) -> None:
     campaign = crowd_campaign(researcher)
-    _, victim = _page(campaign, worker="AVICTIM2", assignment="3VASSIGN", hit="3VHIT")
+    _, victim = mturk_page(campaign, worker="AVICTIM2", assignment="3VASSIGN", hit="3VHIT")
     assert victim.post(f"/api/campaigns/{campaign.pk}/consent/", {"consent": True}, format="json").status_code == 200
     hit = victim.post(f"/api/mturk/{campaign.pk}/assignment/", {"assignmentId": "3VASSIGN", "hitId": "3VHIT"},
                       format="json").json()
@@ -38,7 +37,7 @@ def test_a_resend_tells_an_unverified_claim_nothing_about_the_stored_answers(res
     assert victim.post(f"/api/assignments/{hit['id']}/submit/", {"answers": stored}, format="json").status_code == 200
     before = sorted(Answer.objects.filter(assignment_id=hit["id"]).values_list("question_id", "choice"))
     # Anyone who knows the worker id opens the link and guesses the victim's answers, HIT by HIT.
-    _, stranger = _page(campaign, worker="AVICTIM2", assignment="3SASSIGN", hit="3SHIT")
+    _, stranger = mturk_page(campaign, worker="AVICTIM2", assignment="3SASSIGN", hit="3SHIT")
     right = stranger.post(f"/api/assignments/{hit['id']}/submit/", {"answers": stored}, format="json")
     wrong = stranger.post(f"/api/assignments/{hit['id']}/submit/", {"answers": _answers(hit, 1)}, format="json")
     assert right.status_code == wrong.status_code == 200, (right.content, wrong.content)

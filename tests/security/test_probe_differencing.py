@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from annotation.demographics import NOT_REPORTED, OTHER, release_shrinks
 from tests.builders.campaigns import make_annotator
-from tests.security.test_demographics_release import _campaign
+from tests.builders.security import demographics_campaign
 
 pytestmark = pytest.mark.django_db
 REPORT = "report/?n_boot=0&n_perm=0"
@@ -40,7 +40,7 @@ def _gender_counts(section: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_withdrawal_after_a_release_does_not_move_anyone_in_the_report(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher)
+    campaign = demographics_campaign(researcher)
     url = f"/api/campaigns/{campaign.pk}/"
     for i in range(6):
         _join(campaign, f"w{i}", "woman")
@@ -58,7 +58,7 @@ def test_a_withdrawal_after_a_release_does_not_move_anyone_in_the_report(researc
 
 
 def test_the_next_release_after_a_withdrawal_does_not_name_the_group_left(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher)
+    campaign = demographics_campaign(researcher)
     url = f"/api/campaigns/{campaign.pk}/demographics/"
     for i in range(5):
         _join(campaign, f"w{i}", "woman")
@@ -81,7 +81,7 @@ def test_the_next_release_after_a_withdrawal_does_not_name_the_group_left(resear
 
 
 def test_a_release_with_everyone_who_answered_in_one_group_does_not_name_it(researcher: User, api: APIClient) -> None:
-    campaign = _campaign(researcher)
+    campaign = demographics_campaign(researcher)
     url = f"/api/campaigns/{campaign.pk}/demographics/"
     for i in range(10):
         _join(campaign, f"w{i}", "woman")

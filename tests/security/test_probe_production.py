@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.security.conftest import World
+from .conftest import World
 
 pytestmark = pytest.mark.django_db
 BIG = "9" * 25

@@ -1,0 +1,139 @@
+"""The permutation loop of :func:`metrics.core.annotator_groups.permutation_test_groups`, vectorised
+(issue 23: the annotators section over 500 annotators and millions of answers).
+
+The answer-level headline statistics (:func:`~metrics.core.annotator_groups.pst_headline`,
+:func:`~metrics.core.annotator_groups.gep_headline` with ``unit="answer"``) are ratios of sums over
+answers: each answer adds a weight fixed by its question and its choice to one numerator and one
+denominator cell (a PST setting; a GEP setting x gender x attribute). So a group's sums are the sum
+of its annotators' sums: one ``bincount`` per annotator and cell once, then every permutation is a
+row of a (permutations x annotators) 0/1 matrix times the (annotators x cells) sums, blocks of
+permutations at a time. The weights are small integers (or halves), so the sums are exact and the
+values those of the loop.
+
+Krippendorff's alpha of a group is no such sum (a question's coincidences depend on how many of its
+answers are in the group). Per permutation it is computed on the questions where at least two
+answers come from the two groups (no other question has coincidences in either group), the other
+group's counts being the pool's minus the first one's: blocks of permutations at once, one sparse
+product for the counts and the coincidences summed per permutation (equal to the per-question sum
+up to rounding in the last bits, far inside the 1e-12 the p-value's comparison allows). Still O(answers) per permutation:
+the cost that grows with the data (bench/README.md section 4).
+
+The shuffles are those of the loop (``rng.permutation`` of the side labels, in order), so the
+p-values are the same.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .agreement_subsets import alpha_from_coincidences
+
+__all__ = ["LinearParts", "LinearStatistic", "permuted_differences"]
+
+_BLOCK_CELLS = 4_000_000  # (permutations x annotators x cells) per block: bounds memory
+
+
+@dataclass(frozen=True)
+class LinearParts:
+    """``statistic(counts) = finish(acc)`` with ``acc[0, j] = sum counts[q, c] * weights[q, c, 0]``
+    over the questions q of cell j (``cell[q] == j``; -1: no cell) and ``acc[1, j]`` the same with
+    ``weights[..., 1]``. ``weights`` is (questions or 1) x choices x 2; ``finish`` maps (B, 2, cells)
+    to (B, m)."""
+
+    cell: NDArray[np.intp]
+    weights: NDArray[np.float64]
+    n_cells: int
+    finish: Callable[[NDArray[np.float64]], NDArray[np.float64]]
+
+
+class LinearStatistic:
+    """A statistic of a count matrix (callable as before) that also carries its :class:`LinearParts`."""
+
+    def __init__(self, stat: Callable[[NDArray[np.int64]], NDArray[np.float64]], parts: LinearParts) -> None:
+        self._stat = stat
+        self.parts = parts
+
+    def __call__(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self._stat(counts)
+
+
+def _annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp],
+                    n_pool: int) -> NDArray[np.float64]:
+    """(pool annotators, 2, cells): each annotator's numerator and denominator sums."""
+    cell = parts.cell[q]
+    keep = cell >= 0
+    w = parts.weights[q if parts.weights.shape[0] > 1 else np.zeros_like(q), code]  # answers x 2
+    key = pos[keep] * parts.n_cells + cell[keep]
+    size = n_pool * parts.n_cells
+    out = np.stack([np.bincount(key, weights=w[keep, j], minlength=size) for j in (0, 1)], axis=1)
+    return np.asarray(out.reshape(n_pool, parts.n_cells, 2).transpose(0, 2, 1), dtype=float)
+
+
+def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
+                         n_questions: int, n_choices: int, sides: NDArray[np.bool_], headline: LinearParts,
+                         with_alpha: bool) -> NDArray[np.float64]:
+    """(permutations, m) differences A - B of the headline statistics (and alpha last, when
+    ``with_alpha``) for each row of ``sides`` (permutations x pool annotators, True: in A). ``q``,
+    ``code``, ``pos``: question, choice and pool position of each answer of the pool."""
+    sums = _annotator_sums(headline, q, code, pos, n_pool)
+    flat = sums.reshape(n_pool, -1)
+    total = flat.sum(axis=0)
+    out = []
+    step = max(1, _BLOCK_CELLS // max(1, flat.size))
+    for start in range(0, sides.shape[0], step):
+        member = sides[start:start + step].astype(float)
+        in_a = member @ flat
+        a = headline.finish(in_a.reshape(-1, *sums.shape[1:]))
+        b = headline.finish((total[None] - in_a).reshape(-1, *sums.shape[1:]))
+        out.append(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
+    diff = np.concatenate(out, axis=0) if out else np.zeros((0, 0))
+    if not with_alpha:
+        return diff
+    return np.concatenate([diff, _alpha_differences(q, code, pos, n_questions, n_choices, sides)], axis=1)
+
+
+def _alpha_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_questions: int,
+                       n_choices: int, sides: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """(permutations, 1): alpha(A) - alpha(B), on the questions with >= 2 pool answers, blocks of
+    permutations at once: A's counts are one sparse product (answers x question-choice incidence
+    times answers x permutations membership), B's the pool's minus A's."""
+    from scipy import sparse
+
+    k = max(1, n_choices)
+    per_question = np.bincount(q, minlength=n_questions)
+    rel = per_question[q] >= 2
+    q, code, pos = q[rel], code[rel], pos[rel]
+    uq, q_rel = np.unique(q, return_inverse=True)
+    n_rel = int(uq.size)
+    key = q_rel * k + code
+    pool = np.bincount(key, minlength=n_rel * k).reshape(n_rel, k).astype(float)
+    incidence = sparse.csr_matrix((np.ones(key.size), (key, np.arange(key.size))), shape=(n_rel * k, key.size))
+    out = np.empty((sides.shape[0], 1))
+    step = max(1, _BLOCK_CELLS // max(1, n_rel * k))
+    for start in range(0, sides.shape[0], step):
+        member = sides[start:start + step][:, pos].T.astype(float)  # answers x permutations
+        a = np.asarray(incidence @ member).reshape(n_rel, k, -1)  # question x choice x permutation
+        b = pool[:, :, None] - a
+        alpha = alpha_from_coincidences(np.stack([_coincidences(a), _coincidences(b)]))  # (2, permutations)
+        out[start:start + step, 0] = alpha[0] - alpha[1]
+    return out
+
+
+def _coincidences(counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Coincidence matrices (permutations, k*k) of question x choice x permutation counts: per
+    permutation the sum of :func:`metrics.core.agreement_subsets._coincidence_rows`,
+    ``o_cd = sum_q w_q (n_qc n_qd - [c = d] n_qc)`` with ``w = 1 / (m - 1)`` for questions with
+    m >= 2 answers."""
+    k = counts.shape[1]
+    m = counts.sum(axis=1)
+    w = np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)
+    out = np.empty((counts.shape[2], k, k))
+    for c in range(k):
+        wc = w * counts[:, c]
+        for d in range(k):
+            out[:, c, d] = np.einsum("qp,qp->p", wc, counts[:, d])
+        out[:, c, c] -= wc.sum(axis=0)
+    return out.reshape(counts.shape[2], k * k)
