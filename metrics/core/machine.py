@@ -100,7 +100,8 @@ def _usable(human: NDArray[Any], machine: NDArray[Any]) -> NDArray[np.bool_]:
 
 
 def _ci_dict(name: str, estimate: Any, low: Any, high: Any) -> dict[str, Any]:
-    return {name: _f(estimate), f"{name}_ci": [_f(low), _f(high)]}
+    """A figure, its interval and the interval's method (every interval here: BCa over images)."""
+    return {name: _f(estimate), f"{name}_ci": [_f(low), _f(high)], f"{name}_ci_method": "bca-cluster"}
 
 
 class _Resamples:

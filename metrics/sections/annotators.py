@@ -104,12 +104,14 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
             warnings.simplefilter("ignore", RuntimeWarning)
             section = pst_section(sub, labels, ties, group_options, seed)
         for s in settings:
-            headline[f"sts_{s}"] = {"value": section[s]["overall"], "ci": section[s].get("overall_ci")}
+            headline[f"sts_{s}"] = {"value": section[s]["overall"], "ci": section[s].get("overall_ci"),
+                                    "ci_method": section[s].get("overall_ci_method")}
     else:
         section = gep_section(sub, labels, ties, group_options, seed)
         for s in settings:
             part = section.get(s, {})
-            headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci")}
+            headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci"),
+                                    "ci_method": part.get("score_ci_method")}
     counts = dataclasses.replace(agree, a_qidx=agree.a_qidx[agree_member], a_annotator=agree.a_annotator[agree_member],
                                  a_code=agree.a_code[agree_member], table=None, a_arrival=None).vote_counts()
     agreement = agreement_summary(counts)
@@ -117,6 +119,7 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
         ci = alpha_interval(counts, cluster_ids=data.q_image, n_boot=options.n_boot, confidence=options.confidence,
                             seed=seed)
         agreement["krippendorff_alpha_ci"] = [_f(ci.low), _f(ci.high)]
+        agreement["krippendorff_alpha_ci_method"] = ci.method
     return {"headline": headline, "agreement": agreement, "questions_labelled": int((labels != "").sum())}
 
 

@@ -77,7 +77,8 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
                                              data.q_meta["attribute"][m], **kw)
             out["by_setting"][setting] = {**res["overall"], "attributes": res["groups"],
                                           "roc_auc_mean": res["roc_auc_mean"],
-                                          "roc_auc_mean_ci": res["roc_auc_mean_ci"]}
+                                          "roc_auc_mean_ci": res["roc_auc_mean_ci"],
+                                          "roc_auc_mean_ci_method": res["roc_auc_mean_ci_method"]}
         else:
             out["by_setting"][setting] = machine.label_agreement(human[m], mdata.choice[m], data.q_image[m], **kw)
     if is_gep:  # GEP Tables 7 and 16: each attribute's ROC-AUC pooled over both settings (320 images per model)
@@ -86,6 +87,7 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
                                          confidence=options.confidence, seed=seed)
         out["pooled_settings"] = {**res["overall"], "attributes": res["groups"], "roc_auc_mean": res["roc_auc_mean"],
                                   "roc_auc_mean_ci": res["roc_auc_mean_ci"],
+                                  "roc_auc_mean_ci_method": res["roc_auc_mean_ci_method"],
                                   "settings": sorted(set(data.q_setting.tolist()))}
     # Issue 22: say what the machine is compared with. The PST paper's VQA-vs-human kappa is "averaged"
     # (over annotators, each against the machine); this one is against each question's majority label.
