@@ -16,6 +16,7 @@ The paths (settings ``FASTPATHS``, each on by default):
 ``report_extract``  questions and answers as tab-separated text from ``string_agg`` (``metrics/extract/pg.py``)
 ``answers_csv``     the answers with answers.csv's columns read the same way (``metrics/extract/pg.py``)
 ``mturk_import``    batch-results import with ``COPY`` and sequence-reserved ids (``crowd/mturk_batch.py``)
+``image_import``    image planning and manifest import as one INSERT ... SELECT / UPDATE (``generation/bulk.py``)
 ==================  ==========================================================================
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import connection
 
-PATHS = ("hit_engine", "token_auth", "report_extract", "answers_csv", "mturk_import")
+PATHS = ("hit_engine", "token_auth", "report_extract", "answers_csv", "mturk_import", "image_import")
 
 _forced: dict[str, bool] = {}
 

@@ -21,7 +21,7 @@ from common.inputs import json_loads
 from common.numbers import number
 from common.permissions import IsResearcher
 from common.upload_jobs import UploadImportJobOutput, upload_estimate, upload_import_request
-from common.uploads import upload_check, upload_read
+from common.uploads import upload_check
 
 from . import services
 from .mturk_batch import mturk_batch_import
@@ -124,13 +124,13 @@ class MTurkBatchImportApi(APIView):
                                   if cid != campaign.pk]
         params = {"campaigns": [c.pk for c in campaigns], "mapping": mapping,
                   "dry_run": str(request.data.get("dry_run", "")).lower() in ("1", "true", "yes")}
-        # Through the request work budget (common/upload_jobs.py): imported here, or 202 while a worker
-        # imports the stored upload with the same function.
+        # Through the request work budget (common/upload_jobs.py): imported here, streamed from the upload's
+        # own file (never read whole), or 202 while a worker imports the stored upload with the same function.
         upload_check(upload, field="file", kind="csv")
         state, body = upload_import_request(
             kind="mturk_batch", campaign_id=campaign.pk, owner_id=request.user.pk,
             estimate=upload_estimate(upload, kind="mturk_batch"), uploads={"file": upload}, params=params,
-            inline=lambda: mturk_batch_run(params, {"file": upload_read(upload, field="file", kind="csv")}, campaigns))
+            inline=lambda: mturk_batch_run(params, {"file": upload_check(upload, field="file", kind="csv")}, campaigns))
         return Response(body, status=status.HTTP_202_ACCEPTED if state == "building" else status.HTTP_200_OK)
 
 

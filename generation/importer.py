@@ -29,6 +29,7 @@ from common.outbound import OutboundBlocked, check_url
 from common.uploads import upload_rows
 from common.zipsafe import SafeZip, ZipMemberError, path_is_safe
 
+from .bulk import ImageRecord, images_record
 from .models import Image
 from .services import STARTABLE, campaign_generation_refresh, images_plan
 from .storage import image_store, png_normalize
@@ -305,32 +306,30 @@ def images_import(*, campaign: Campaign, manifest_name: str, manifest: bytes, fi
     imported = unchanged = 0
     with transaction.atomic():
         images_plan(campaign=campaign)
-        by_key = {(i.prompt_id, i.sample_index): i for i in Image.objects.select_for_update()
-                  .filter(campaign=campaign).order_by("id")}
+        # The planned rows, locked (id order), read as plain values: one UPDATE records them all
+        # (generation.bulk), never one save() per row.
+        by_key = {(p, i): (pk, status, sha, url, file) for pk, p, i, status, sha, url, file in
+                  Image.objects.select_for_update().filter(campaign=campaign).order_by("id").values_list(
+                      "id", "prompt_id", "sample_index", "status", "sha256", "source_url", "file")}
+        records: list[ImageRecord] = []
         for row in rows:
-            image = by_key[(row.prompt.pk, row.sample_index)]
+            pk, status, sha, url, file = by_key[(row.prompt.pk, row.sample_index)]
             meta = stored.get(row.line)
-            if image.status == S.DONE and (meta and image.sha256 == meta.sha256 or row.url and image.source_url == row.url):
+            if status == S.DONE and (meta and sha == meta.sha256 or row.url and url == row.url):
                 unchanged += 1
                 continue
-            if image.status in (S.DONE, S.RUNNING) and (image.file or image.source_url or image.status == S.RUNNING):
+            if status in (S.DONE, S.RUNNING) and (file or url or status == S.RUNNING):
                 raise ConflictError(f"Image for {brief(row.prompt.key)} sample {row.sample_index} changed during the "
                                     "import; nothing was stored.")
-            image.status = S.DONE
-            image.error = ""
-            image.backend = "import"
-            image.model = str(backend.get("model") or "")
-            image.params = {"note": backend.get("note", ""), "manifest": manifest_name, "row": row.line}
-            image.finished_at = now
-            image.source_url = row.url
             if meta is not None:
-                image.file, image.web_file, image.sha256 = meta.file, meta.web_file, meta.sha256
-                image.width, image.height = meta.width, meta.height
+                records.append(ImageRecord(image_id=pk, row=row.line, source_url=row.url, file=meta.file,
+                                           web_file=meta.web_file, sha256=meta.sha256, width=meta.width,
+                                           height=meta.height))
             else:
-                image.file = image.web_file = image.sha256 = ""
-                image.width = image.height = None
-            image.save()
-            imported += 1
+                records.append(ImageRecord(image_id=pk, row=row.line, source_url=row.url))
+        images_record(records=records, model=str(backend.get("model") or ""), note=backend.get("note", ""),
+                      manifest=manifest_name, now=now)
+        imported = len(records)
         if campaign.status == Campaign.Status.DRAFT and not Image.objects.filter(
                 campaign=campaign).exclude(status__in=(S.DONE, S.FILTERED, S.FAILED)).exists():
             from campaigns.services import campaign_status_set

@@ -21,6 +21,7 @@ from common.outbound import clip
 from common.tasks import task_send
 
 from .backends import GenerationItem, GenerationOutput, OutOfMemory, PermanentError, TransientError, backend_get
+from .bulk import images_plan_insert
 from .models import Image
 from .storage import image_store
 
@@ -47,22 +48,18 @@ def images_plan(*, campaign: Campaign, prompt_chunk: int | None = None) -> int:
     own (the planning task: progress shows while it runs)."""
     before = Image.objects.filter(campaign=campaign).count()
     prompts = Prompt.objects.filter(campaign=campaign).order_by("position").values_list("id", "samples", "seeds")
-    have = set()
-    if prompt_chunk and before:
-        have = set(Image.objects.filter(campaign=campaign).values_list("prompt_id", "sample_index"))
-    rows: list[Image] = []
+    chunk: list[tuple[int, int, list[int]]] = []
 
     def flush() -> None:
+        # One INSERT ... SELECT per chunk on PostgreSQL (generation.bulk), ignoring the rows that exist.
         with transaction.atomic():
-            Image.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
-            if rows:
+            if images_plan_insert(campaign_id=campaign.pk, prompts=chunk, now=timezone.now()):
                 data_changed(campaign_ids=[campaign.pk])  # the report counts images
-        rows.clear()
+        chunk.clear()
 
-    for n, (prompt_id, samples, seeds) in enumerate(prompts.iterator(chunk_size=2000), start=1):
-        rows.extend(Image(campaign=campaign, prompt_id=prompt_id, sample_index=index, seed=seeds[index])
-                    for index in range(samples) if (prompt_id, index) not in have)
-        if prompt_chunk and n % prompt_chunk == 0:
+    for n, prompt in enumerate(prompts.iterator(chunk_size=2000), start=1):
+        chunk.append(prompt)
+        if (prompt_chunk and n % prompt_chunk == 0) or len(chunk) >= 2000:
             flush()
     flush()
     return Image.objects.filter(campaign=campaign).count() - before

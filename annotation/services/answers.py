@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import F
@@ -27,8 +28,9 @@ from common.errors import ApplicationError, ConflictError, NotFoundError
 from ..models import Annotator, Answer, Assignment, AssignmentItem, Question
 from ..spec_section import annotation_settings
 from .derived import answers_derive, revision_bump
+from .staged import staged_answers_write
 
-__all__ = ["ImportedHit", "answer_correct", "answers_import", "mturk_annotators_ensure", "rows_insert"]
+__all__ = ["ImportedAnswers", "ImportedHit", "answer_correct", "answers_import", "mturk_annotators_ensure", "rows_insert"]
 
 
 @dataclass
@@ -42,6 +44,36 @@ class ImportedHit:
     reward: Decimal
     external_hit_id: str
     answers: list[tuple[int, str, int]] = field(default_factory=list)
+
+
+@dataclass
+class ImportedAnswers:
+    """The answers of imported HITs as columns (a million answers as tuples cost ~150 MB; as arrays
+    ~20 MB): one entry per answer, grouped by HIT in HIT order. `hit` indexes the `hits` given with
+    them, `choice` indexes `choices`."""
+
+    hit: np.ndarray
+    question: np.ndarray
+    choice: np.ndarray
+    choices: list[str]
+    time_ms: np.ndarray
+
+    @classmethod
+    def of(cls, hits: Sequence[ImportedHit]) -> ImportedAnswers:
+        """The columns of hits that carry their answers as tuples."""
+        choices = sorted({c for h in hits for _, c, _ in h.answers})
+        code = {c: i for i, c in enumerate(choices)}
+        flat = [(i, qid, code[c], ms) for i, h in enumerate(hits) for qid, c, ms in h.answers]
+        cols = np.array(flat, dtype=np.int64).reshape(-1, 4)
+        return cls(hit=cols[:, 0], question=cols[:, 1], choice=cols[:, 2], choices=choices, time_ms=cols[:, 3])
+
+    def positions(self) -> np.ndarray:
+        """Each answer's position in its HIT (0, 1, ...)."""
+        n = len(self.hit)
+        if not n:
+            return np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, self.hit[1:] != self.hit[:-1]])
+        return np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
 
 
 def rows_insert(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]], *, batch_size: int = 5000) -> None:
@@ -130,31 +162,41 @@ def _counters_add(per_question: Mapping[int, int]) -> None:
 
 
 @transaction.atomic
-def answers_import(*, hits: Sequence[ImportedHit], source: str) -> list[int]:
+def answers_import(*, hits: Sequence[ImportedHit], source: str, answers: ImportedAnswers | None = None) -> list[int]:
     """Store HITs done elsewhere as submitted HITs with their leases and answers, in one transaction:
     the counters follow, then the labels of every touched question, adaptive `required` and the data
-    revision of every touched campaign (`annotation.services.derived`). Returns the new HITs' ids in
-    the order given (callers keep their own records of them)."""
+    revision of every touched campaign (`annotation.services.derived`). The answers come with each
+    HIT (`ImportedHit.answers`) or as columns (`answers`, the bulk imports). Returns the new HITs' ids
+    in the order given (callers keep their own records of them)."""
     if not hits:
         return []
+    cols = answers if answers is not None else ImportedAnswers.of(hits)
     now = timezone.now()
     ids = _assignments_insert(hits, now)
-    per_question: dict[int, int] = {}
-    by_campaign: dict[int, set[int]] = {}
-    for h in hits:
-        for qid, _, _ in h.answers:
-            per_question[qid] = per_question.get(qid, 0) + 1
-            by_campaign.setdefault(h.campaign_id, set()).add(qid)
-    rows_insert(AssignmentItem, ["assignment_id", "question_id", "annotator_id", "position", "status"],
-                ((pk, qid, h.annotator_id, pos, AssignmentItem.Status.ANSWERED.value)
-                 for pk, h in zip(ids, hits, strict=True) for pos, (qid, _, _) in enumerate(h.answers)))
-    rows_insert(Answer, ["campaign_id", "question_id", "annotator_id", "assignment_id", "choice", "time_ms",
-                         "source", "created_at"],
-                ((h.campaign_id, qid, h.annotator_id, pk, choice, ms, source, now)
-                 for pk, h in zip(ids, hits, strict=True) for qid, choice, ms in h.answers))
-    _counters_add(per_question)
-    for campaign_id, question_ids in sorted(by_campaign.items()):
-        answers_derive(campaign_id=campaign_id, question_ids=question_ids)
+    hit_ids = np.asarray(ids, dtype=np.int64)
+    annotator = np.fromiter((h.annotator_id for h in hits), dtype=np.int64, count=len(hits))
+    campaign = np.fromiter((h.campaign_id for h in hits), dtype=np.int64, count=len(hits))
+    if fastpath.enabled("mturk_import"):
+        staged_answers_write(assignment=hit_ids[cols.hit], question=cols.question, annotator=annotator[cols.hit],
+                             campaign=campaign[cols.hit], position=cols.positions(), choice=cols.choice,
+                             choices=cols.choices, time_ms=cols.time_ms, source=source, now=now)
+    else:
+        positions = cols.positions()
+        rows_insert(AssignmentItem, ["assignment_id", "question_id", "annotator_id", "position", "status"],
+                    ((a, q, n, p, AssignmentItem.Status.ANSWERED.value) for a, q, n, p in zip(
+                        hit_ids[cols.hit].tolist(), cols.question.tolist(), annotator[cols.hit].tolist(),
+                        positions.tolist(), strict=True)))
+        rows_insert(Answer, ["campaign_id", "question_id", "annotator_id", "assignment_id", "choice", "time_ms",
+                             "source", "created_at"],
+                    ((c, q, n, a, cols.choices[k], ms, source, now) for c, q, n, a, k, ms in zip(
+                        campaign[cols.hit].tolist(), cols.question.tolist(), annotator[cols.hit].tolist(),
+                        hit_ids[cols.hit].tolist(), cols.choice.tolist(), cols.time_ms.tolist(), strict=True)))
+        qids, counts = np.unique(cols.question, return_counts=True)
+        _counters_add(dict(zip(qids.tolist(), counts.tolist(), strict=True)))
+    by_campaign = campaign[cols.hit]
+    for campaign_id in np.unique(by_campaign).tolist():
+        answers_derive(campaign_id=campaign_id, question_ids=np.unique(cols.question[by_campaign == campaign_id]).tolist(),
+                       sql=fastpath.enabled("mturk_import"))
     return ids
 
 

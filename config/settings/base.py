@@ -139,6 +139,7 @@ FASTPATHS = {
     "report_extract": env_bool("FASTPATH_REPORT_EXTRACT", True),
     "answers_csv": env_bool("FASTPATH_ANSWERS_CSV", True),
     "mturk_import": env_bool("FASTPATH_MTURK_IMPORT", True),
+    "image_import": env_bool("FASTPATH_IMAGE_IMPORT", True),
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.hits import pg
-from annotation.labels import labels_recompute, labels_write
+from annotation.labels import labels_recompute, labels_write, labels_write_bulk
 from annotation.models import AggregatedLabel, Answer, Enrollment, Question
 from annotation.spec_section import annotation_settings
 from tests.builders.campaigns import hit_submit_all as _answer_all
@@ -32,7 +32,8 @@ def _labels(campaign):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("exclude_blocked", [True, False])
-def test_sql_labels_equal_the_orm_labels_on_random_answers(researcher, seed, exclude_blocked):
+@pytest.mark.parametrize("write", [labels_write, labels_write_bulk], ids=["submit", "bulk-import"])
+def test_sql_labels_equal_the_orm_labels_on_random_answers(researcher, seed, exclude_blocked, write):
     rng = random.Random(seed)
     campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": 5})
     make_images(campaign, "explicit", 12)
@@ -65,8 +66,7 @@ def test_sql_labels_equal_the_orm_labels_on_random_answers(researcher, seed, exc
     expected = _labels(campaign)
     AggregatedLabel.objects.filter(question__campaign=campaign).update(label="x", votes={}, answers=0, tie=False)
     AggregatedLabel.objects.get_or_create(question=questions[2], defaults={"label": "Yes", "votes": {}, "answers": 1})
-    written = labels_write(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=exclude_blocked,
-                                     now=timezone.now())
+    written = write(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=exclude_blocked, now=timezone.now())
     got = _labels(campaign)
     assert got == expected
     assert written == len(expected)

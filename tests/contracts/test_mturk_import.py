@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from annotation.models import Annotator, Answer, Assignment, AssignmentItem, Question
+from annotation.models import AggregatedLabel, Annotator, Answer, Assignment, AssignmentItem, Question
 from campaigns.models import Campaign
 from common import fastpath
 from crowd.models import MTurkAssignmentRecord
@@ -107,6 +107,9 @@ def _state(campaigns: list[Campaign], window: tuple[datetime, datetime] | None =
                           for a in Answer.objects.filter(campaign_id__in=ids)),
         "questions": sorted(Question.objects.filter(campaign_id__in=ids).values_list("pk", "required", "assigned",
                                                                                      "completed")),
+        # The stored labels: the SQL statement (fast path) and the ORM recompute (twin) agree.
+        "labels": sorted((label.question_id, label.method, label.label, sorted(label.votes.items()), label.answers,
+                          label.tie) for label in AggregatedLabel.objects.filter(question__campaign_id__in=ids)),
     }
 
 

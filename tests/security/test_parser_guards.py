@@ -49,7 +49,6 @@ NUMBER_ALLOWED = {
     ("common/views.py", "int(limit)"),  # a setting
     ("common/views.py", "int(request.META.get('CONTENT_LENGTH') or 0)"),  # WSGI's header, ValueError -> 0
     ("console/views.py", "int(part)"),  # after part.isdigit() and a length check: see console_ids
-    ("crowd/mturk_batch.py", "int(p['seconds'] * 1000 / max(1, len(p['answers'])))"),  # already parsed
     ("generation/importer.py", "int(self.files[name].size)"),  # the upload handler's count of bytes
     ("crowd/management/commands/mturk.py", "int(i)"),  # CLI ids after i.isdigit() (the operator's own input)
     ("console/management/commands/demo.py", "int(LABELLER_FLIP * 100)"),  # module constants

@@ -133,7 +133,8 @@ class Command(BaseCommand):
             except BodyError as exc:
                 raise CommandError(f"--mapping: {exc.message}") from exc
         campaigns = [_campaign(int(i)) for i in ids]
-        result = mturk_batch_import(campaigns=campaigns, data=file.read_bytes(), mapping=mapping or None,
-                                    dry_run=options["dry_run"])
+        with file.open("rb") as handle:  # read as it is parsed, never whole
+            result = mturk_batch_import(campaigns=campaigns, data=handle, mapping=mapping or None,
+                                        dry_run=options["dry_run"])
         self.stdout.write(json.dumps({"campaigns": [c.pk for c in campaigns], "dry_run": options["dry_run"],
                                       **result.as_dict()}))
