@@ -29,7 +29,7 @@ from tests.builders.intervals import interval_violations
 from tests.builders.machine import machine_labels
 from tests.builders.metrics import SMALL_GEP, annotators, campaign_with_questions
 from tests.builders.package import package_bytes
-from tests.metrics.test_report_properties import SETTINGS, _names, answer, answer_sets, check_report, pst_spec
+from tests.builders.properties import SETTINGS, _names, answer, answer_sets, check_report, pst_spec
 
 pytestmark = pytest.mark.django_db
 GENDERS = ["woman", "man", "non_binary"]
