@@ -10,6 +10,7 @@ import numpy as np
 from metrics.core import agreement
 from metrics.extract.data import CampaignData
 
+from .types import AgreementBasis
 from .values import num as _f
 
 
@@ -33,7 +34,7 @@ def _agreement(counts: np.ndarray) -> dict[str, Any]:
 
 
 
-def agreement_data(data: CampaignData) -> tuple[CampaignData, dict[str, Any]]:
+def agreement_data(data: CampaignData) -> tuple[CampaignData, AgreementBasis]:
     """The answers agreement is computed on, and what the report says about it (`agreement.basis`).
     Fixed R: every answer. Adaptive redundancy: the first `min` answers of every question in order of
     arrival (a correction keeps its original's place), collected whatever the outcome; a question's

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -55,6 +56,7 @@ from .gep import gep_section
 from .labels import question_labels
 from .pst import pst_section
 from .report import register_section
+from .types import AnnotatorsBlock, GepSettingName, PstSettingName
 
 
 def _f(x: Any) -> float | None:
@@ -102,14 +104,15 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     if data.campaign.kind == PST:
         with warnings.catch_warnings():  # a group whose every label is undetermined: NaN figures, said so
             warnings.simplefilter("ignore", RuntimeWarning)
-            section = pst_section(sub, labels, ties, group_options, seed)
+            pst_part = pst_section(sub, labels, ties, group_options, seed)
         for s in settings:
-            headline[f"sts_{s}"] = {"value": section[s]["overall"], "ci": section[s].get("overall_ci"),
-                                    "ci_method": section[s].get("overall_ci_method")}
+            one = pst_part[cast(PstSettingName, s)]  # the spec's setting names are `str` to mypy
+            headline[f"sts_{s}"] = {"value": one["overall"], "ci": one.get("overall_ci"),
+                                    "ci_method": one.get("overall_ci_method")}
     else:
-        section = gep_section(sub, labels, ties, group_options, seed)
+        gep_part = gep_section(sub, labels, ties, group_options, seed)
         for s in settings:
-            part = section.get(s, {})
+            part: Mapping[str, Any] = gep_part.get(cast(GepSettingName, s), {})
             headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci"),
                                     "ci_method": part.get("score_ci_method")}
     counts = dataclasses.replace(agree, a_qidx=agree.a_qidx[agree_member], a_annotator=agree.a_annotator[agree_member],
@@ -123,7 +126,7 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     return {"headline": headline, "agreement": agreement, "questions_labelled": int((labels != "").sum())}
 
 
-def annotators_section(data: CampaignData, options: ReportOptions, seed: int) -> dict[str, Any]:
+def annotators_section(data: CampaignData, options: ReportOptions, seed: int) -> AnnotatorsBlock:
     """The `annotators` section (see the module docstring)."""
     release = data.demographics_release
     settings, metrics = _metric_names(data)
@@ -144,7 +147,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
     present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in released], dtype=np.int64)
     answers_of = data.demographics
     stat = None  # built on the first permutation test (no named groups: no tests, no cost)
-    out: dict[str, Any] = {
+    out: AnnotatorsBlock = {
         "release": {k: v for k, v in release.items() if k != "members"},
         "min_group": options.min_group, "annotators": int(present.size),
         "reported": int(sum(1 for a in present.tolist() if answers_of.get(a))),
@@ -198,7 +201,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
 
 
 def _build(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
-           seed: int) -> dict[str, Any] | None:
+           seed: int) -> AnnotatorsBlock | None:
     return annotators_section(data, options, seed) if data.a_annotator.size else None
 
 

@@ -2,7 +2,7 @@
 baseline gender with more than two), from `CampaignData` and the labels."""
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import numpy as np
 
@@ -14,19 +14,20 @@ from metrics.options import ReportOptions
 from .gep_baseline import baseline_distances
 from .metric_intervals import gep_setting_intervals
 from .templates import template_column, template_labels, template_mean
+from .types import GepBlock, GepSetting, GepSettingName
 from .values import num as _f
 
 
 def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
                  gender_order: list[str], attribute_order: list[str], options: ReportOptions,
-                 seed: int) -> dict[str, Any]:
+                 seed: int) -> GepSetting:
     """GEP figures of the questions in `mask` (one setting, or one template of a setting)."""
     genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
     present_attrs = [a for a in attribute_order if (attributes == a).any()]
     rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
     by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
                                     present_attrs, options.gep_tie_policy)
-    section: dict[str, Any] = {
+    section: GepSetting = {
         "score": _f(rep["score"]),
         "vector": {a: _f(v) for a, v in rep["vector"].items()},
         "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
@@ -46,11 +47,11 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
 
 
 def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
-                seed: int) -> dict[str, Any]:
+                seed: int) -> GepBlock:
     design = data.campaign.spec["design"]
     gender_order = [g["name"] for g in design["genders"]]
     attribute_order = [a["name"] for a in design["attributes"]]
-    out: dict[str, Any] = {"tie_policy": options.gep_tie_policy, "genders": gender_order,
+    out: GepBlock = {"tie_policy": options.gep_tie_policy, "genders": gender_order,
                            "vector_definition": f"{gender_order[0]} minus {gender_order[1]}",
                            "genders_in_vector": gender_order[:2]}
     if len(gender_order) > 2:
@@ -71,7 +72,7 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                                     options, seed)
                 section["by_template"][t] = {k: v for k, v in part.items() if k not in ("counts", "by_context")}
             section["template_mean"] = template_mean(section["by_template"], ("score",), ("vector",))
-        out[setting] = section
+        out[cast(GepSettingName, setting)] = section  # the spec's names are `str` to mypy
         if len(gender_order) > 2:
             every = data.q_setting == setting
             out.setdefault("distances", {})[setting] = baseline_distances(

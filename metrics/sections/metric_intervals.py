@@ -25,12 +25,13 @@ from metrics.core.pst_analysis import runs_sts
 from metrics.core.report_warnings import DOMAIN_RULES, flag_domain, warn
 from metrics.core.significance import compare_pst
 
+from .types import GepSettingIntervals, PstRuns, PstSettingIntervals
 from .values import ci_of, interval, num
 
 
 def pst_setting_intervals(*, images: np.ndarray, identities: np.ndarray, groups: np.ndarray,
                           stereotypes: np.ndarray, labels: np.ndarray, treatment: Treatment, n_boot: int,
-                          confidence: float, seed: int) -> dict[str, Any]:
+                          confidence: float, seed: int) -> PstSettingIntervals:
     """`overall_ci`, `micro_ci`, `groups_ci`, `percent_feminine_ci` (and their `_method`) of one setting."""
     overall = mi.sts_interval(images, labels, stereotypes, treatment, n_boot, confidence, seed)
     micro = mi.micro_sts_intervals(images, identities, labels, stereotypes, treatment, confidence)
@@ -47,7 +48,7 @@ def pst_setting_intervals(*, images: np.ndarray, identities: np.ndarray, groups:
 
 
 def pst_runs(*, images: np.ndarray, runs: np.ndarray, labels: np.ndarray, stereotypes: np.ndarray, treatment: Treatment,
-             n_boot: int, confidence: float, seed: int) -> dict[str, Any]:
+             n_boot: int, confidence: float, seed: int) -> PstRuns:
     """STS per run (run n = sample index n-1) and their mean, with intervals computed from the runs
     (`metrics.core.pst_analysis.runs_sts`: images resampled within each run). Questions of one image
     with different sample indexes (hand-made or damaged metadata) leave the runs without intervals
@@ -62,7 +63,7 @@ def pst_runs(*, images: np.ndarray, runs: np.ndarray, labels: np.ndarray, stereo
                 "runs_persons": [int(w[runs == k].sum()) for k in keys], "runs_mean": num(plain["mean"]),
                 "runs_ci_note": f"no interval: {exc}"}
     keys = sorted(res["runs"])
-    out: dict[str, Any] = {
+    out: PstRuns = {
         "runs": [num(res["runs"][k]) for k in keys],
         "run_ids": [int(k) + 1 for k in keys],
         "runs_persons": [int(res["persons"][k]) for k in keys],
@@ -117,7 +118,7 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
 
 def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray, attributes: np.ndarray, labels: np.ndarray,
                           gender_order: list[str], attribute_order: list[str], tie_policy: GepTiePolicy, n_boot: int,
-                          confidence: float, seed: int) -> dict[str, Any]:
+                          confidence: float, seed: int) -> GepSettingIntervals:
     """`score_ci` (test inversion), `vector_ci` (Newcombe), `frequencies_ci` (Wilson) of one setting."""
     res = mi.gep_intervals(images, genders, attributes, labels, gender_order[:2], attribute_order, tie_policy,
                            n_boot, confidence, seed)

@@ -2,7 +2,7 @@
 intervals and permutation test, the intervention analysis), from `CampaignData` and the labels."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -17,15 +17,16 @@ from .guard import guarded
 from .metric_intervals import pst_gap_intervals, pst_runs, pst_setting_intervals
 from .pst_analysis import gender_balance, intervention_section
 from .templates import template_column, template_labels, template_mean
+from .types import PstBlock, PstSetting, PstSettingName
 from .values import num as _f
 from .values import sub as _sub
 
 
 def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.ndarray, labels: np.ndarray,
-                 images: np.ndarray, runs: np.ndarray | None, options: ReportOptions, seed: int) -> dict[str, Any]:
+                 images: np.ndarray, runs: np.ndarray | None, options: ReportOptions, seed: int) -> PstSetting:
     rep = pst.pst_report(identities, groups, stereotypes, labels, image_ids=images)
     main, other = rep[options.treatment], rep["excluded" if options.treatment == "paper" else "paper"]
-    out: dict[str, Any] = {
+    out: PstSetting = {
         "treatment": options.treatment,
         "persons": rep["n_persons"],
         "images": rep["n_images"],
@@ -56,7 +57,7 @@ def _pst_setting(identities: np.ndarray, groups: np.ndarray, stereotypes: np.nda
 _NOT_PER_TEMPLATE = ("treatment", "counts", "without_undetermined", "paper_formula")
 
 
-def _pst_gap(data: CampaignData, out: dict[str, Any], setting_rows: dict[str, np.ndarray], identities: np.ndarray,
+def _pst_gap(data: CampaignData, out: PstBlock, setting_rows: dict[str, np.ndarray], identities: np.ndarray,
              labels: np.ndarray, stereotypes: np.ndarray, options: ReportOptions, seed: int) -> dict[str, Any]:
     """Paired minus single STS (overall, per identity, per group), with its intervals and permutation test."""
     single, paired = out["single"], out["paired"]
@@ -85,14 +86,14 @@ def _pst_gap(data: CampaignData, out: dict[str, Any], setting_rows: dict[str, np
 
 
 def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
-                seed: int) -> dict[str, Any]:
+                seed: int) -> PstBlock:
     spec = data.campaign.spec
     groups_spec = spec["design"]["identities"]["groups"]
     stereotype_of = {g["name"]: g["stereotype"] for g in groups_spec}
     identities = data.q_meta["identity"]
     groups = data.q_meta["group"]
     stereotypes = np.array([stereotype_of.get(g, "masculine") for g in groups], dtype=object)
-    out: dict[str, Any] = {"treatment": options.treatment, "excluded": {},
+    out: PstBlock = {"treatment": options.treatment, "excluded": {},
                            "identity_groups": {i: g["name"] for g in groups_spec for i in g["identities"]}}
     setting_rows: dict[str, np.ndarray] = {}
     templates = template_column(data)
@@ -116,7 +117,7 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
                 section["by_template"][t] = {k: v for k, v in part.items() if k not in _NOT_PER_TEMPLATE}
             section["template_mean"] = template_mean(section["by_template"], ("overall",),
                                                      ("micro", "groups", "percent_feminine"))
-        out[setting] = section
+        out[cast(PstSettingName, setting)] = section  # the spec's names are `str` to mypy
         # Every PST prompt is gender-neutral: AG and Neutrality, with their intervals, for every setting
         # (the single one is the unified VLM paper's design: one person per image of an identity).
         balance = guarded(f"pst.gender_balance.{setting}", lambda mask=mask: gender_balance(  # type: ignore[misc]

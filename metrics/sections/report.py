@@ -17,7 +17,7 @@ Built from `CampaignData` arrays only (no database: the extraction read everythi
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -34,7 +34,7 @@ from .gep import gep_section
 from .guard import guarded
 from .labels import LabelTable, label_table, question_labels
 from .pst import pst_section
-from .types import AgreementBlock, CampaignBlock
+from .types import AgreementBlock, CampaignBlock, CountsBlock, OptionsBlock, RedundancyBlock
 from .values import num as _f
 
 # The names other modules import from here (the sections' own modules are the owners).
@@ -47,7 +47,7 @@ __all__ = ["AGGREGATIONS", "GEP_TIE_POLICIES", "TREATMENTS", "LabelTable", "Repo
 # A section beyond agreement and the kind's own (e.g. `annotators`, metrics/sections/annotators.py) is a module
 # that registers its builder here: (data, labels, ties, options, seed) -> the section, or None to leave
 # it out. metrics/apps.py imports those modules; its renderer registers with metrics.render.registry.
-SectionBuilder = Callable[[CampaignData, np.ndarray, np.ndarray, ReportOptions, int], "dict[str, Any] | None"]
+SectionBuilder = Callable[[CampaignData, np.ndarray, np.ndarray, ReportOptions, int], "Mapping[str, Any] | None"]
 _SECTION_BUILDERS: dict[str, SectionBuilder] = {}
 
 
@@ -84,11 +84,14 @@ def _report_sections(data: CampaignData, options: ReportOptions,
     campaign_block: CampaignBlock = {
         "id": campaign.pk, "name": campaign.name, "kind": campaign.kind, "status": campaign.status,
         "backend": backend.get("name"), "model": backend.get("model"), "synthetic": backend.get("name") == "placeholder"}
+    # The options (dataclasses.asdict) and the extraction's counts are plain dicts: cast to their sections' types.
+    options_block = cast(OptionsBlock, {**options.to_dict(), "seed": seed})
+    counts_block = cast(CountsBlock, {**data.counts, "ties": int(ties.sum()),
+                                      "questions_labelled": int((labels != "").sum())})
     report: dict[str, Any] = {
         "campaign": campaign_block,
-        "options": {**options.to_dict(), "seed": seed},
-        "counts": {**data.counts, "ties": int(ties.sum()),
-                   "questions_labelled": int((labels != "").sum())},
+        "options": options_block,
+        "counts": counts_block,
         "agreement": _agreement_block(data),
     }
     if campaign.kind == PST:
@@ -105,7 +108,8 @@ def _report_sections(data: CampaignData, options: ReportOptions,
         if gep_part is not None:
             report["gep"] = gep_part
     if data.redundancy is not None:  # adaptive redundancy: what it spent (read by the extraction)
-        report["redundancy"] = data.redundancy
+        # annotation.redundancy.redundancy_summary's block (annotation cannot import metrics' types)
+        report["redundancy"] = cast(RedundancyBlock, data.redundancy)
     for key, build in _SECTION_BUILDERS.items():
         section = guarded(key, lambda build=build: build(data, labels, ties, options, seed))  # type: ignore[misc]
         if section is not None:

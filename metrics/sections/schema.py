@@ -47,8 +47,8 @@ PST_SETTING = _section(
      "counts": OBJECT, "runs": {"type": "array", "items": NUMBER}, "run_ids": {"type": "array"},
      "runs_persons": {"type": "array"}, "runs_ci": {"type": "array", "items": INTERVAL},
      "runs_ci_method": {"type": "string"}, "runs_mean": NUMBER, "runs_mean_ci": INTERVAL,
-     "runs_mean_ci_method": {"type": "string"}, "without_undetermined": OBJECT, "by_template": OBJECT,
-     "template_mean": OBJECT})
+     "runs_mean_ci_method": {"type": "string"}, "runs_ci_note": {"type": "string"},
+     "without_undetermined": OBJECT, "paper_formula": OBJECT, "by_template": OBJECT, "template_mean": OBJECT})
 
 GEP_SETTING = _section(
     "GEP of one setting (neutral, explicit): the score, the attribute vector and the frequencies.",
@@ -58,6 +58,12 @@ GEP_SETTING = _section(
      "vector_ci": OBJECT, "vector_ci_method": {"type": "string"}, "frequencies_ci": OBJECT,
      "frequencies_ci_method": {"type": "string"}, "counts": OBJECT, "by_context": OBJECT, "by_template": OBJECT,
      "template_mean": OBJECT})
+
+AGREEMENT_BASIS = _section(
+    "Which answers the agreement counts (adaptive redundancy: the first `answers_per_question` of each question).",
+    {"design": {"enum": ["fixed", "adaptive"]}, "note": {"type": ["string", "null"]}},
+    {"answers_per_question": {"type": ["integer", "null"]}, "answers_used": {"type": "integer"},
+     "answers_total": {"type": "integer"}})
 
 SECTIONS: dict[str, dict[str, Any]] = {
     "campaign": _section(
@@ -82,8 +88,7 @@ SECTIONS: dict[str, dict[str, Any]] = {
     "agreement": _section(
         "Agreement overall, by setting, by identity (PST) or attribute (GEP), and its basis.",
         {"overall": AGREEMENT_FIGURES, "by_setting": {"type": "object", "additionalProperties": AGREEMENT_FIGURES},
-         "basis": _section("Which answers the agreement counts.", {"design": {"enum": ["fixed", "adaptive"]},
-                                                                   "note": {"type": ["string", "null"]}})},
+         "basis": AGREEMENT_BASIS},
         {"by_identity": {"type": "object", "additionalProperties": AGREEMENT_FIGURES},
          "by_attribute": {"type": "object", "additionalProperties": AGREEMENT_FIGURES}}),
     "pst": _section(
@@ -101,7 +106,8 @@ SECTIONS: dict[str, dict[str, Any]] = {
         "Who labelled: the figures per self-reported demographic group and their differences.",
         {"min_group": {"type": "integer"}, "annotators": {"type": "integer"}, "reported": {"type": "integer"},
          "metrics": STRINGS, "fields": OBJECT},
-        {"labels": {"type": "string"}, "null": {"type": "string"}}),
+        {"labels": {"type": "string"}, "null": {"type": "string"}, "release": {"type": ["object", "null"]},
+         "note": {"type": "string"}, "agreement_basis": AGREEMENT_BASIS}),
     "redundancy": _section(
         "Adaptive redundancy: answers spent against the fixed-R design.",
         {"rule": {}, "questions": {"type": "integer"}, "answers": {"type": "integer"}},

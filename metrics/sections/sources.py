@@ -10,7 +10,7 @@ The hybrid source adds `hybrid.<labeller>` (`metrics.core.hybrid`). The human re
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats
@@ -26,6 +26,7 @@ from metrics.options import ReportOptions
 from .gep import gep_section
 from .labels import question_labels
 from .report import report_from_data, report_seed
+from .types import GepSettingName
 from .values import num as _f
 
 
@@ -139,20 +140,21 @@ def gep_comparison(data: CampaignData, human: np.ndarray, ties: np.ndarray, mdat
     for setting in GEP_SETTINGS:
         if setting not in human_sec or setting not in machine_sec:
             continue
-        attrs = list(human_sec[setting]["vector"])
+        key = cast(GepSettingName, setting)  # the spec's names are `str` to mypy
+        attrs = list(human_sec[key]["vector"])
         mask = (data.q_setting == setting) & np.isin(data.q_meta["gender"], gender_order[:2])
         by_raw = (_score_vector(data, mdata, mask, gender_order, attrs, mdata.raw)
                   if mdata.raw is not None and RAW_BASIS.get(mdata.labeller) else None)
         by_scores = by_raw if by_raw is not None else _score_vector(data, mdata, mask, gender_order, attrs)
-        vector = by_scores if by_scores is not None else machine_sec[setting]["vector"]
+        vector = by_scores if by_scores is not None else machine_sec[key]["vector"]
         values = [v for v in vector.values() if v is not None]
         score = float(np.mean(np.abs(values))) if values else None
         basis = RAW_BASIS[mdata.labeller] if by_raw is not None else "scores" if by_scores is not None else "labels"
         out[setting] = {"basis": basis, "score": _f(score),
-                        "vector": vector, "human_score": human_sec[setting]["score"],
-                        "human_vector": human_sec[setting]["vector"],
-                        "label_score": machine_sec[setting]["score"],
-                        **machine.vector_agreement(vector, human_sec[setting]["vector"], attrs)}
+                        "vector": vector, "human_score": human_sec[key]["score"],
+                        "human_vector": human_sec[key]["vector"],
+                        "label_score": machine_sec[key]["score"],
+                        **machine.vector_agreement(vector, human_sec[key]["vector"], attrs)}
     return out
 
 

@@ -16,6 +16,7 @@ from metrics.options import ReportOptions
 from metrics.sections.schema import REPORT_SCHEMA, report_errors, report_validate
 from metrics.snapshots.report import report_build
 from tests.builders.metrics import SMALL_GEP, annotators, answer_all, campaign_with_questions, gep_label
+from tests.builders.report_types import untyped_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +40,9 @@ def test_a_built_report_conforms_and_the_check_is_on_in_the_tests(gep_report: di
     assert settings.REPORT_SCHEMA_CHECK is True
     assert report_errors(gep_report) == []
     assert "gep" in gep_report and "pst" not in gep_report
+    assert untyped_keys(gep_report) == []
+    # a key the builders would write without its TypedDict (and schema) entry is named
+    assert untyped_keys({**gep_report, "counts": {**gep_report["counts"], "surprise": 1}}) == ["counts.surprise"]
 
 
 @pytest.mark.parametrize(("change", "expected"), [

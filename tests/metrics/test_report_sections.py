@@ -17,6 +17,7 @@ from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
 from tests.builders.intervals import interval_violations
 from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, answer_all, campaign_with_questions
+from tests.builders.report_types import untyped_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +51,7 @@ def test_runs_for_every_setting_with_several_samples(pst_report: tuple[Any, dict
     assert paired["runs_mean"] == pytest.approx(sum(paired["runs"]) / 2)
     assert paired["runs_mean_ci"][0] <= paired["runs_mean"] <= paired["runs_mean_ci"][1]
     assert interval_violations(report) == []
+    assert "pst" in report and "annotators" in report and untyped_keys(report) == []  # TypedDicts name every key
 
 
 def test_average_gender_and_neutrality(pst_report: tuple[Any, dict[str, Any]], api: APIClient) -> None:
@@ -106,7 +108,9 @@ def test_gep_with_three_genders_reports_distances_from_the_baseline(researcher: 
                           baseline_gender="person")
     campaign, questions = campaign_with_questions(researcher, spec)
     answer_all(campaign, questions, three_gender_label, annotators(3))
-    gep = report_build(campaign=campaign, options=ReportOptions(n_boot=200))["gep"]
+    full = report_build(campaign=campaign, options=ReportOptions(n_boot=200))
+    assert untyped_keys(full) == []
+    gep = full["gep"]
     assert gep["genders"] == ["woman", "man", "person"] and gep["baseline_gender"] == "person"
     assert gep["genders_in_vector"] == ["woman", "man"]
     d = gep["distances"]["neutral"]
