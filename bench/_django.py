@@ -26,3 +26,12 @@ def setup(database_url: str | None = None) -> None:
     import django
 
     django.setup()
+
+
+def start(url: str) -> None:
+    """A benchmark's start: its own database created when missing, Django set up on it, migrated."""
+    ensure_database(url)
+    setup(url)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)

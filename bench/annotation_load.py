@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, ensure_database, setup  # noqa: E402
+from _django import ROOT, start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_load"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -452,11 +452,8 @@ def main() -> None:
         args.ns, args.duration, args.questions, args.think, args.servers = "1,3", 1.5, 480, 0.05, "2"
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
     database = url.rsplit("/", 1)[1]
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
 
-    call_command("migrate", verbosity=0)
     import logging
 
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ensure_database, setup  # noqa: E402
+from _django import start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_archive"
 
@@ -50,12 +50,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="small and fast; asserts the output is complete")
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
     from report_scale import load
 
-    call_command("migrate", verbosity=0)
     rows = []
     for size in (int(s) for s in args.sizes.split(",") if s):
         row = measure(load(size))

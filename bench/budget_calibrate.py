@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, ensure_database, setup  # noqa: E402
+from _django import ROOT, start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_budget"
 SPEC: dict[str, Any] = {"name": "budget-calibration", "kind": "pst", "seed": 5, "design": {
@@ -78,16 +78,13 @@ def open_cost() -> tuple[int, float]:
 
 def main() -> None:
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
 
     from generation.models import Image
     from metrics.options import ReportOptions
     from metrics.snapshots import budget
     from metrics.snapshots.report import report_build
 
-    call_command("migrate", verbosity=0)
     os.chdir(ROOT)
     campaign = build(30)
     answers, images = campaign.answers.count(), Image.objects.filter(campaign=campaign).count()

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ensure_database, setup  # noqa: E402
+from _django import start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_compare"
 MODELS = (("stable", "gep-stable-diffusion"), ("dalle", "gep-dalle-2"), ("cogview2", "gep-cogview2"))
@@ -123,15 +123,12 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="small and fast; asserts the output is complete")
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
     from django.test import override_settings
 
     from metrics.options import ReportOptions
     from metrics.snapshots.report import report_get
 
-    call_command("migrate", verbosity=0)
     reset()
     t = time.perf_counter()
     campaigns = load(args.attributes)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, ensure_database, setup  # noqa: E402
+from _django import ROOT, setup, start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_imports"
 URL = "https://img.bench.example/{campaign}/{prompt}/{sample}.png"
@@ -271,11 +271,8 @@ def main() -> None:
         fn = images_measure if kind == "images" else mturk_measure
         print(json.dumps(fn(int(cid), Path(path))))
         return
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
 
-    call_command("migrate", verbosity=0)
     reset()
     print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()}", flush=True)
     results = []

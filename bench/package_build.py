@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, ensure_database, setup  # noqa: E402
+from _django import ROOT, setup, start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_report"
 
@@ -77,12 +77,9 @@ def main() -> None:
         setup(url)
         print(json.dumps(measure(args.measure, args.n_boot)))
         return
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
     from report_scale import load
 
-    call_command("migrate", verbosity=0)
     rows = []
     for size in (int(s) for s in args.sizes.split(",") if s):
         t = time.perf_counter()

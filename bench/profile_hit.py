@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ensure_database, setup  # noqa: E402
+from _django import start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_prof"
 
@@ -43,17 +43,14 @@ def main() -> None:
     if not args.redis:
         os.environ.pop("REDIS_URL", None)
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
-    ensure_database(url)
-    setup(url)
+    start(url)
     import annotation_load as load
     from django.core.handlers.wsgi import WSGIHandler
-    from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from annotation import prepared
 
-    call_command("migrate", verbosity=0)
     load.reset()
     people = load.annotators_create(args.annotators)
     campaign_id, _ = load.campaign_load(questions=args.questions, hit_size=args.hit_size, annotator_ids=[p[0] for p in people])

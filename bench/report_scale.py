@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _django import ROOT, ensure_database, setup  # noqa: E402
+from _django import ROOT, setup, start  # noqa: E402
 
 DEFAULT_DB = "postgres://postgres@127.0.0.1:5432/bench_report"
 
@@ -322,11 +322,8 @@ def main() -> None:
         setup(url)
         print(json.dumps(measure(args.measure, args.n_boot, args.profile)))
         return
-    ensure_database(url)
-    setup(url)
-    from django.core.management import call_command
+    start(url)
 
-    call_command("migrate", verbosity=0)
     rows = []
     runs: list[tuple[str, Any]] = [(name, name) for name in args.paper.split(",") if name]
     runs += [(f"synthetic {size}", int(size)) for size in args.sizes.split(",") if size]
