@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from common.errors import ApplicationError
 from common.inputs import BodyError, BodySyntaxError, json_loads, yaml_loads
@@ -15,6 +15,9 @@ PST, GEP = KINDS = ("pst", "gep")
 PST_ASPECTS = ("occupation", "power")
 SINGLE, PAIRED, INTERVENTION = PST_SETTINGS = ("single", "paired", "intervention")
 NEUTRAL, EXPLICIT = GEP_SETTINGS = ("neutral", "explicit")
+# The same names as types (mypy needs the words themselves; tests/metrics/test_report_types.py holds them equal).
+PstSettingName = Literal["single", "paired", "intervention"]
+GepSettingName = Literal["neutral", "explicit"]
 SETTINGS_BY_KIND: dict[str, tuple[str, ...]] = {PST: PST_SETTINGS, GEP: GEP_SETTINGS}
 ALL_SETTINGS = (*PST_SETTINGS, *GEP_SETTINGS)
 STEREOTYPES = ("masculine", "feminine")

@@ -6,6 +6,8 @@ design (per identity, per attribute, per setting) stay `dict[str, Any]`, as the 
 # No `from __future__ import annotations` here: TypedDict reads NotRequired at run time (the test does).
 from typing import Any, Literal, NotRequired, TypedDict
 
+from campaigns.spec.base import GepSettingName as GepSettingName  # re-exported for the section builders
+from campaigns.spec.base import PstSettingName as PstSettingName
 from metrics.core.gep import GepTiePolicy
 from metrics.core.pst import Treatment
 
@@ -119,10 +121,8 @@ class CountsBlock(TypedDict):
     annotators_blocked: NotRequired[int]
 
 
-# The setting names as the keys of `pst` and `gep` (campaigns.spec PST_SETTINGS / GEP_SETTINGS, held equal
-# by tests/metrics/test_report_types.py; the spec's constants are plain `str` to mypy).
-PstSettingName = Literal["single", "paired", "intervention"]
-GepSettingName = Literal["neutral", "explicit"]
+# The setting names as the keys of `pst` and `gep` are campaigns.spec's PstSettingName / GepSettingName
+# (held equal to PST_SETTINGS / GEP_SETTINGS by tests/metrics/test_report_types.py).
 
 
 class PstRuns(TypedDict):
