@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import csv
 import io
 import json
 import os
@@ -53,23 +52,9 @@ def reset() -> None:
 
 def manifest(model: str, files: list[Path]) -> bytes:
     """prompt_key, sample_index, url of every image of `model` that these exports judge."""
-    from tests.builders.gep_data import URL_RE, prompt_key
+    from tests.builders.gep_data import manifest_for
 
-    urls: set[str] = set()
-    for path in files:
-        for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"), newline="")):
-            for k in range(10):
-                m = URL_RE.search((row.get(f"Input.image_url{k}") or "").strip())
-                if m and m.group(2) == model:
-                    urls.add(row[f"Input.image_url{k}"].strip())
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["prompt_key", "sample_index", "url"])
-    for url in sorted(urls):
-        key = prompt_key(url)
-        assert key is not None
-        writer.writerow([key[0], key[1], url])
-    return out.getvalue().encode()
+    return manifest_for(model, files)
 
 
 def load(n_attributes: int) -> list[Any]:

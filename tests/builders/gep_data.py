@@ -39,10 +39,11 @@ def prompt_key(url: str) -> tuple[str, int] | None:
     return f"explicit:{gender}|{attribute}|{contexts[(i - 16) % 16]}", j
 
 
-def manifest_for(model: str) -> bytes:
-    """CSV manifest (prompt_key, sample_index, url) of every image of `model` the exports judge."""
+def manifest_for(model: str, files: list[Path] | None = None) -> bytes:
+    """CSV manifest (prompt_key, sample_index, url) of every image of `model` the exports judge (all of
+    `model`'s export files, or only `files`)."""
     urls: set[str] = set()
-    for path in batch_files(model):
+    for path in batch_files(model) if files is None else files:
         for row in csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"), newline="")):
             for k in range(10):
                 url = (row.get(f"Input.image_url{k}") or "").strip()
