@@ -37,6 +37,11 @@ def main() -> None:
     parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
     parser.add_argument("--redis", action="store_true",
                         help="keep REDIS_URL: the throttles count in Redis, as in production (round trips counted)")
+    parser.add_argument("--explain", action="store_true",
+                        help="also EXPLAIN (ANALYZE, BUFFERS) each engine statement with the last cycle's parameters, "
+                             "planned for them (custom) and generic (rolled back)")
+    parser.add_argument("--plans", action="store_true",
+                        help="also list this connection's prepared statements with their generic / custom plan counts")
     args = parser.parse_args()
     os.environ.update(BENCH_TRIVIAL_ENDPOINT="1", ALLOWED_HOSTS="127.0.0.1,localhost",
                       THROTTLE_ANNOTATOR="10000000/minute", THROTTLE_ANON="10000000/minute", CONN_MAX_AGE="600")
@@ -94,6 +99,7 @@ def main() -> None:
     tx = sum(sql in ("BEGIN", "COMMIT", "ROLLBACK") for sql in sqls)
     print(f"statements per cycle: {len(sqls)} (BEGIN/COMMIT: {tx}; SAVEPOINT: {sum('SAVEPOINT' in q for q in sqls)})")
     print(f"Redis commands per cycle: {len(redis_commands)} {collections.Counter(redis_commands) if redis_commands else ''}")
+    backend = pg_backend(connection)
     profile = cProfile.Profile(time.process_time)
     cpu = time.process_time()
     profile.enable()
@@ -116,15 +122,83 @@ def main() -> None:
             spent[" ".join(sql.split())[:70]].append(time.perf_counter() - t)
 
     prepared.run = timed
-    cpu = time.process_time()
+    cpu, pg_cpu = time.process_time(), backend()
     for _ in range(args.cycles):
         cycle()
-    cpu = time.process_time() - cpu
+    cpu, pg_cpu = time.process_time() - cpu, backend() - pg_cpu
     prepared.run = run
-    print(f"CPU per cycle without the profiler (statement timing on): {cpu / args.cycles * 1000:.2f} ms")
+    print(f"CPU per cycle without the profiler (statement timing on): {cpu / args.cycles * 1000:.2f} ms; "
+          f"its PostgreSQL backend's: {pg_cpu / args.cycles * 1000:.2f} ms")
     print("wall time per engine statement (round trip included):")
     for sql, times in spent.items():
         print(f"  {sum(times) / len(times) * 1000:7.3f} ms  x{len(times):<5} {sql}")
+    if args.plans:
+        plans_print(connection)
+    if args.explain:
+        explained: set[str] = set()
+
+        def explaining(sql: str, params: dict) -> list:
+            if sql not in explained:
+                explained.add(sql)
+                explain_print(sql, params)
+            return run(sql, params)
+
+        prepared.run = explaining
+        for _ in range(3):  # a HIT cycle's statements, each explained once just before it runs
+            cycle()
+        prepared.run = run
+
+
+def explain_print(sql: str, params: dict[str, Any]) -> None:
+    """EXPLAIN (ANALYZE, BUFFERS) of one statement as a prepared statement executed with `params`, in
+    a savepoint that is rolled back (the statement itself runs next, for real): once planned for these
+    parameters (custom plan: its Planning Time is paid on every execution) and once generic (planned
+    once per connection and reused)."""
+    import re
+
+    from django.db import connection, transaction
+
+    names = list(dict.fromkeys(re.findall(r"%\((\w+)\)s", sql)))
+    numbered = re.sub(r"%\((\w+)\)s", lambda m: f"${names.index(m.group(1)) + 1}", sql)
+    for mode in ("force_custom_plan", "force_generic_plan"):
+        # PREPARE is not transactional: deallocated before the rollback (psycopg's own ROLLBACK would
+        # also DEALLOCATE ALL, which its statement cache survives by preparing again).
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
+            cur.execute(f"PREPARE bench_explain AS {numbered}")
+            cur.execute(f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_explain({', '.join(['%s'] * len(names))})",
+                        [params[n] for n in names])
+            print(f"--- {' '.join(sql.split())[:70]} ({mode.split('_')[1]} plan)")
+            print("\n".join(row[0] for row in cur.fetchall()))
+            cur.execute("DEALLOCATE bench_explain")
+            transaction.set_rollback(True)
+
+
+def pg_backend(connection: Any) -> Any:
+    """A function giving the CPU seconds (user + system, from /proc) used so far by this connection's
+    PostgreSQL backend process (the server runs on this machine)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        pid = cur.fetchone()[0]
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    return cpu
+
+
+def plans_print(connection: Any) -> None:
+    """This connection's prepared statements: how often PostgreSQL planned each one for its parameters
+    (custom) and how often it reused the cached generic plan. A statement whose custom count keeps
+    growing is planned again on every execution."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT generic_plans, custom_plans, statement FROM pg_prepared_statements ORDER BY statement")
+        rows = cur.fetchall()
+    print("prepared statements on this connection (generic plans / custom plans):")
+    for generic, custom, sql in rows:
+        print(f"  {generic:6} / {custom:<6} {' '.join(sql.split())[:90]}")
 
 
 if __name__ == "__main__":
