@@ -131,15 +131,21 @@ class DemographicsRelease(models.Model):
         constraints = [models.UniqueConstraint(fields=["campaign", "number"], name="demographics_release_unique")]
 
 
+# Indexes on the rows a HIT cycle writes: every change of `assigned` / `completed` (20 per 10-question HIT)
+# is a non-HOT update, so it adds an entry to EVERY index of the question table; each HIT also inserts
+# items and answers and updates its assignment. An index that another one covers (same leading column)
+# is left out (`db_index=False` on the foreign key, none on Question.family, no question_pool_idx):
+# PostgreSQL CPU per HIT cycle -13% (bench/README.md section 1, third round).
 class Question(models.Model):
     """One question about one image: a person (PST) or an attribute (GEP)."""
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="questions")
+    # Indexed by (campaign, setting) and the pool index.
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="questions", db_index=False)
     image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="questions")
     # Which part of the image is asked about: "single" / "left" / "right" (PST), the attribute name (GEP).
     slot = models.CharField(max_length=200)
     # Question family: what a qualification test is attached to ("person", "attribute:dress", ...).
-    family = models.CharField(max_length=220, db_index=True)
+    family = models.CharField(max_length=220)  # always looked up within a campaign
     setting = models.CharField(max_length=32)
     text = models.TextField()
     choices = models.JSONField()  # e.g. ["Feminine", "Masculine", "Cannot identify"]
@@ -160,7 +166,6 @@ class Question(models.Model):
         ]
         indexes = [
             models.Index(fields=["campaign", "setting"]),
-            models.Index(fields=["campaign", "-assigned", "order_key"], name="question_pool_idx"),
             # The HIT engine's exact ORDER BY (nearest to completion first): an ordered index scan that
             # stops after k unlocked, unseen rows instead of sorting the campaign's whole pool. Partial
             # (only questions with room left): full questions sort first (assigned DESC) and the scan
@@ -185,8 +190,9 @@ class Assignment(models.Model):
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments")
+    # Indexed by (campaign, status, expires_at) and (annotator, status) below.
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="assignments", db_index=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
@@ -223,7 +229,8 @@ class AssignmentItem(models.Model):
         RELEASED = "released", "Released"  # lease expired or returned; counted out of `assigned`
 
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="items")
-    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="items")
+    # Indexed by item_unique_question_annotator (question, annotator).
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="items", db_index=False)
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="items")
     position = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.LEASED)
@@ -238,7 +245,8 @@ class Answer(models.Model):
     """One annotator's choice for one question. Append-only: a correction is a new row whose
     `corrects` points at the answer it replaces."""
 
-    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="answers")
+    # Indexed by (campaign, question) below.
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="answers", db_index=False)
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="answers")
     assignment = models.ForeignKey(Assignment, on_delete=models.SET_NULL, null=True, blank=True, related_name="answers")

@@ -127,7 +127,7 @@ ORDER BY md5(%(salt)s || q.id::text) COLLATE "C", q.id LIMIT %(limit)s"""
 assert NEXT_POOL.count("LIMIT %(limit)s") == 1 and NEXT_GOLD.count("LIMIT %(limit)s") == 1
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64, typed=True)  # typed: True is not cached as 1
 def limited(sql: str, limit: int) -> str:
     """`sql` (NEXT_POOL, NEXT_GOLD) with its LIMIT written in as a number instead of a parameter. With a
     parameter, PostgreSQL's generic plan assumes the LIMIT keeps 10% of the rows, so it always looks
