@@ -100,6 +100,13 @@ DOMAIN_RULES: dict[str, DomainRule] = {
             "human-labelled questions, outside the PPI interval's validity domain: their human Wilson / Newcombe "
             "interval is shown (method wilson-human / newcombe-human; valid, conservative for rare attributes)",
         "hybrid.frequency.f005_100human", "coverage 98.5% (MC s.e. 0.6), 400 runs"),
+    # compare's GEP score difference between two sides whose vectors differ in precision: each score's
+    # upward bias near 0 differs, so the difference, its BCa interval and its test are biased
+    "compare.gep.score.unequal_precision": DomainRule(
+        1.5, "the two sides' GEP vector components differ in precision (mean standard errors {ratio:.1f} times "
+             "apart, flagged above {threshold:g}): the score difference, its interval and its test are biased by "
+             "the scores' different upward bias near 0; read the vector components' tests",
+        "compare.gep.score.bca.small_noisy_40v400", "coverage MEASURED"),
 }
 
 

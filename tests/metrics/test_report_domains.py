@@ -51,3 +51,41 @@ def test_rules_match_the_thresholds_the_sections_use() -> None:
     (w,) = log.as_list()
     assert w["path"] == "hybrid.x.neutral" and w["message"].startswith("2 of 8 frequencies")
     assert "98.5%" in w["message"]
+
+
+def _gep_campaign(pk: int, per_gender: int, f: tuple[float, float], seed: int) -> object:
+    """A neutral GEP campaign of one attribute: `per_gender` images per gender, frequency f[g], one
+    answer per question (no database)."""
+    import numpy as np
+
+    from metrics.extract.data import CampaignData, CampaignFacts
+
+    rng = np.random.default_rng(seed)
+    n = 2 * per_gender
+    gender = np.where(np.arange(n) < per_gender, "woman", "man")
+    yes = rng.random(n) < np.where(gender == "woman", f[0], f[1])
+    spec = {"kind": "gep", "design": {"genders": [{"name": "woman"}, {"name": "man"}],
+                                      "attributes": [{"name": "dress"}]}}
+    facts = CampaignFacts(pk, f"c{pk}", "gep", "GEP", "open", 1, spec)
+    meta = {"gender": gender, "attribute": np.full(n, "dress"), "context": np.full(n, "c"),
+            "sample_index": np.zeros(n, dtype=np.int64)}
+    return CampaignData(facts, np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64) + 10_000 * pk,
+                        np.full(n, "neutral"), meta, np.arange(n), np.ones(n, dtype=np.int64),
+                        np.where(yes, 1, 0), ["No", "Yes"])
+
+
+def test_gep_score_comparison_of_unequal_precision_is_flagged() -> None:
+    from metrics.compare.options import CompareOptions
+    from metrics.sections.significance import significance
+
+    def warnings(b_images: int, fb: tuple[float, float]) -> list[dict[str, str]]:
+        a = _gep_campaign(1, 40, (0.55, 0.45), 1)
+        out = significance([a, _gep_campaign(2, b_images, fb, 2)], ReportOptions(),  # type: ignore[list-item]
+                           CompareOptions(test="permutation", draws=99, seed=1))
+        assert any(r["metric"] == "score" for r in out["comparisons"][0]["rows"])
+        return out["comparisons"][0]["warnings"]
+
+    (w,) = warnings(400, (0.15, 0.05))  # 40 images near 0.5 vs 400 near 0.1: standard errors 5 times apart
+    rule = DOMAIN_RULES["compare.gep.score.unequal_precision"]
+    assert w["path"] == "gep.neutral.score" and "precision" in w["message"] and rule.cell in w["message"]
+    assert warnings(40, (0.50, 0.40)) == []  # the same design: no flag
