@@ -89,3 +89,22 @@ def test_gep_score_comparison_of_unequal_precision_is_flagged() -> None:
     rule = DOMAIN_RULES["compare.gep.score.unequal_precision"]
     assert w["path"] == "gep.neutral.score" and "precision" in w["message"] and rule.cell in w["message"]
     assert warnings(40, (0.50, 0.40)) == []  # the same design: no flag
+
+
+def test_sparse_gep_attributes_are_flagged_conservative() -> None:
+    import numpy as np
+
+    from metrics.sections.gep import gep_section
+
+    def warnings(per_gender: int, f: tuple[float, float]) -> list[dict[str, str]]:
+        data = _gep_campaign(1, per_gender, f, 3)
+        labels = np.where(data.a_code == 1, "Yes", "No").astype(object)  # type: ignore[attr-defined]
+        with collecting() as log:
+            out = gep_section(data, labels, np.zeros(labels.size, bool), ReportOptions(n_boot=50),  # type: ignore[arg-type]
+                              seed=1)
+        assert out["neutral"]["score_ci"][0] is not None
+        return [w for w in log.as_list() if w["path"] == "gep.neutral"]
+
+    (w,) = warnings(40, (0.05, 0.02))  # about 2 and 1 present questions
+    assert "conservative" in w["message"] and DOMAIN_RULES["gep.sparse.conservative"].cell in w["message"]
+    assert warnings(100, (0.5, 0.4)) == []
