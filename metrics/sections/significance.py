@@ -118,6 +118,18 @@ def _flag_gep_score(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndar
         flag_domain("compare.gep.score.unequal_precision", f"{section}.score", ratio=noise[1] / noise[0])
 
 
+def _flag_gep_sparse(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], genders: list[str],
+                     attributes: list[str], tie_policy: str) -> None:
+    """Vector components with few present questions in a gender on either side: their BCa difference interval
+    under-covers and their test is at its size limit (bench/validity.py compare.gep.vector.*)."""
+    rule = DOMAIN_RULES["compare.gep.vector.sparse"]
+    present = [attribute_frequencies(x["genders"], x["attributes"], x["labels"], genders, attributes,
+                                     tie_policy).present.min(axis=0) for x in (a, b)]  # type: ignore[arg-type]
+    few = int((np.minimum(*present) < rule.threshold).sum())
+    if few:
+        flag_domain("compare.gep.vector.sparse", f"{section}.vector", n=few, total=len(attributes))
+
+
 def _pst_rows(section: str, res: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [_row(section, "overall", "", None, res["overall"])]
     rows += [_row(section, "group", g, None, d) for g, d in sorted(res["groups"].items())]
@@ -149,6 +161,7 @@ def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str
                 res = compare_gep(a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy, **kw)
                 with collecting(log):
                     _flag_gep_score(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
+                    _flag_gep_sparse(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
                 rows.append(_row(section, "score", "", None, res["score"]))
                 rows += [_row(section, "vector", x, f"{section}.vector", d) for x, d in sorted(res["vector"].items())]
         except ValueError as exc:  # e.g. no image of a gender on one side

@@ -89,6 +89,8 @@ def test_gep_score_comparison_of_unequal_precision_is_flagged() -> None:
     rule = DOMAIN_RULES["compare.gep.score.unequal_precision"]
     assert w["path"] == "gep.neutral.score" and "precision" in w["message"] and rule.cell in w["message"]
     assert warnings(40, (0.50, 0.40)) == []  # the same design: no flag
+    sparse = [w for w in warnings(40, (0.02, 0.01)) if w["path"] == "gep.neutral.vector"]  # about 1 present of 40
+    assert len(sparse) == 1 and DOMAIN_RULES["compare.gep.vector.sparse"].cell in sparse[0]["message"]
 
 
 def test_sparse_gep_attributes_are_flagged_conservative() -> None:
