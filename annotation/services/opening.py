@@ -43,8 +43,10 @@ from ..models import Question
 from .lifecycle import attribute_phrases, questions_open
 
 # Seconds per question created (building the rows, the gates, bulk_create in batches of 2,000 on
-# PostgreSQL), rounded up from `bench/budget_calibrate.py` (bench/README.md §12).
-OPEN_PER_QUESTION_S = 2.0e-4
+# PostgreSQL), rounded up from `bench/budget_calibrate.py`, 2026-11-27 17:25 and 17:29 UTC, load average
+# 9-15 (bench/README.md section 12): the GEP paper's design, 4,800 questions in 1.45-1.65 s CPU (this
+# process and its PostgreSQL backend: 302-345 us per question; 5.7-5.9 s wall loaded).
+OPEN_PER_QUESTION_S = 5.0e-4
 OPEN_FIXED_S = 0.05
 TASK = "annotation.questions_open"
 DEFAULT_STALE_S = 120.0  # CAMPAIGN_OPEN_STALE_S: the longest step between two heartbeats is seconds
