@@ -63,5 +63,5 @@ def test_neutrality_interval_near_balance_is_flagged_conservative() -> None:
 
     (few,) = flagged(6)
     assert few.startswith("6 of 40 identities") and "conservative" in few
-    assert "neutrality.40x15.one_person.balanced" in few
+    assert "neutrality.100x10.one_person.balanced" in few and "99.5%" in few
     assert flagged(0) == []
