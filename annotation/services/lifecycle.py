@@ -107,7 +107,9 @@ def questions_open(*, campaign: Campaign, progress: Callable[[float], None] | No
             open_ids = allowed if open_ids is None else open_ids & allowed
     report(0.1)
     rows: list[Question] = []
-    for image in images:
+    for n, image in enumerate(images, 1):
+        if n % 2000 == 0:  # the opening worker's heartbeat (services/opening.py) through a long step
+            report(0.1 + 0.2 * n / len(images))
         questions = _questions_for_image(campaign, image, cfg, phrases)
         if open_ids is not None and image.pk not in open_ids:
             for question in questions:
