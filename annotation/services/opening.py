@@ -28,19 +28,28 @@ import time
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
 from campaigns.models import Campaign
-from common.budget import Estimate, budget_decide, worker_max_s
+from common.budget import Estimate, budget_decide
 from common.errors import ConflictError
 from common.tasks import task_send
 from generation.models import Image
 
 from ..models import Question
 from .lifecycle import attribute_phrases, questions_open
+from .open_claims import (  # noqa: F401  (open_progress, open_stale_s, opening_running: this module's API too)
+    _building,
+    _claim,
+    _claim_key,
+    _claim_timeout,
+    _claim_write,
+    open_progress,
+    open_stale_s,
+    opening_running,
+)
 
 # Seconds per question created (building the rows, the gates, bulk_create in batches of 2,000 on
 # PostgreSQL), rounded up from `bench/budget_calibrate.py`, 2026-11-27 17:25 and 17:29 UTC, load average
@@ -49,13 +58,6 @@ from .lifecycle import attribute_phrases, questions_open
 OPEN_PER_QUESTION_S = 5.0e-4
 OPEN_FIXED_S = 0.05
 TASK = "annotation.questions_open"
-DEFAULT_STALE_S = 120.0  # CAMPAIGN_OPEN_STALE_S: the longest step between two heartbeats is seconds
-
-
-def _claim_key(campaign: Campaign) -> str:
-    """One claim per campaign; its creation time in the key, so a recreated database (the same ids) never
-    reads an old claim."""
-    return f"campaign-open:{campaign.pk}:{campaign.created_at.timestamp():.6f}"
 
 
 def open_estimate(campaign: Campaign) -> Estimate:
@@ -65,46 +67,6 @@ def open_estimate(campaign: Campaign) -> Estimate:
                .filter(~Exists(Question.objects.filter(image=OuterRef("pk")))).count())
     per_image = 2 if campaign.kind == Campaign.Kind.PST else max(1, len(attribute_phrases(campaign)))
     return Estimate(data=OPEN_FIXED_S + pending * per_image * OPEN_PER_QUESTION_S)
-
-
-def open_stale_s() -> float:
-    """Seconds without progress after which an opening worker counts as lost (CAMPAIGN_OPEN_STALE_S)."""
-    return float(getattr(settings, "CAMPAIGN_OPEN_STALE_S", DEFAULT_STALE_S))
-
-
-def _claim_timeout() -> int:
-    return int(2 * worker_max_s()) + 60
-
-
-def _claim(campaign: Campaign) -> dict[str, Any] | None:
-    """The claim {"token", "progress", "beat"} while a worker opens the campaign; None when none does.
-    A bare number (a claim written before the heartbeat existed) reads as a live claim."""
-    value = cache.get(_claim_key(campaign))
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return value
-    return {"token": None, "progress": float(value), "beat": time.time()}
-
-
-def _claim_write(campaign: Campaign, token: str, progress: float) -> None:
-    cache.set(_claim_key(campaign), {"token": token, "progress": progress, "beat": time.time()},
-              timeout=_claim_timeout())
-
-
-def open_progress(campaign: Campaign) -> float | None:
-    """The worker's progress (0-1) while a worker opens the campaign; None when none does."""
-    claim = _claim(campaign)
-    return None if claim is None else float(claim["progress"])
-
-
-def _building(campaign: Campaign, claim: dict[str, Any]) -> dict[str, Any]:
-    quiet = max(0.0, time.time() - float(claim["beat"]))
-    return {"id": campaign.pk, "status": "building", "progress": round(float(claim["progress"]), 3),
-            "updated_s": round(quiet, 1),
-            "detail": (f"A worker is opening this campaign ({float(claim['progress']):.0%} done, last progress "
-                       f"{quiet:.0f} s ago); it cannot be opened again while it runs. Without progress for "
-                       f"{open_stale_s():.0f} s it counts as lost and the next open request starts it again.")}
 
 
 def _take_over(campaign: Campaign, claim: dict[str, Any]) -> str | None:

@@ -156,3 +156,36 @@ def test_a_superseded_worker_stops_and_leaves_the_new_claim(researcher: Any, set
     monkeypatch.setattr(opening, "questions_open", lifecycle.questions_open)  # the new worker opens it
     result = opening.campaign_open_run(campaign_id=campaign.pk, token=claim["token"])
     assert result is not None and result["questions_created"] == 3 and opening.open_progress(campaign) is None
+
+
+def test_closing_while_a_worker_opens_the_campaign_is_a_409_until_the_worker_is_lost(
+        api: Any, researcher: Any, settings: Any, queued: list[tuple[str, list[Any]]],
+        django_capture_on_commit_callbacks: Any) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 3)
+    settings.REQUEST_WORK_BUDGET_S = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/api/campaigns/{campaign.pk}/open/").status_code == 202
+    refused = api.post(f"/api/campaigns/{campaign.pk}/close/")
+    assert refused.status_code == 409 and "being opened" in refused.json()["detail"], refused.content
+    campaign.refresh_from_db()
+    assert campaign.status != Campaign.Status.CLOSED
+    _silent_for(campaign, opening.open_stale_s() + 1)  # the worker is lost: closing is allowed again
+    assert api.post(f"/api/campaigns/{campaign.pk}/close/").status_code == 200
+    campaign.refresh_from_db()
+    assert campaign.status == Campaign.Status.CLOSED
+    cache.delete(opening._claim_key(campaign))
+
+
+def test_a_campaign_closed_while_its_questions_are_created_stays_closed(researcher: Any) -> None:
+    campaign = make_campaign(researcher, kind="pst")
+    make_images(campaign, "single", 3)
+
+    def close_meanwhile(fraction: float) -> None:  # e.g. a close let through after a lost worker's claim
+        if fraction >= 0.3:
+            Campaign.objects.filter(pk=campaign.pk).update(status=Campaign.Status.CLOSED)
+
+    result = lifecycle.questions_open(campaign=campaign, progress=close_meanwhile)
+    assert result["questions_created"] == 3
+    campaign.refresh_from_db()
+    assert campaign.status == Campaign.Status.CLOSED  # not set open by the opening that finished after it

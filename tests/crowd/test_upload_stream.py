@@ -122,3 +122,40 @@ def test_the_chunked_utf8_check_names_the_line_and_byte_whatever_the_chunk_size(
     assert list(uploads.upload_rows("x.csv", io.BytesIO(bad), errors, columns=("a", "b"), columns_hint="",
                                     empty_field="file")) == []
     assert errors == {"rows.4": [f"row 4: not valid UTF-8 (byte {len(good) + 3})"]}
+
+
+@pytest.mark.parametrize("how", ["archive", "files"])
+def test_an_image_import_with_its_files_over_the_budget_reads_them_from_storage(
+        api: Any, researcher: Any, settings: Any, media: Any, monkeypatch: pytest.MonkeyPatch,
+        django_capture_on_commit_callbacks: Any, how: str) -> None:
+    """The manifest, and the zip (through common.zipsafe) or the image files, as stored streams."""
+    import zipfile
+
+    from campaigns.services import campaign_create
+    from generation.backends.placeholder import placeholder_render
+    from generation.models import Image
+    from tests.builders.campaigns import small_spec
+
+    campaign = campaign_create(owner=researcher, spec=small_spec(name="import", model="m", note=""))
+    keys = list(campaign.prompts.order_by("position").values_list("key", flat=True))[:2]
+    images = {f"{i}.png": placeholder_render(k, i, width=24, height=16) for i, k in enumerate(keys)}
+    manifest = "prompt_key,sample_index,file\n" + "".join(f"{k},0,{i}.png\n" for i, k in enumerate(keys))
+    if how == "archive":
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as zf:
+            for name, data in images.items():
+                zf.writestr(name, data)
+        extra: dict[str, Any] = {"archive": SimpleUploadedFile("images.zip", out.getvalue())}
+    else:
+        extra = {"files": [SimpleUploadedFile(name, data) for name, data in images.items()]}
+    settings.REQUEST_WORK_BUDGET_S = 0.01
+    sent: list[Any] = []
+    monkeypatch.setattr(upload_jobs, "task_send", lambda name, args: sent.append(args[0]))
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api.post(f"/api/campaigns/{campaign.pk}/images/import/",
+                        {"manifest": SimpleUploadedFile("m.csv", manifest.encode()), **extra}, format="multipart")
+    assert resp.status_code == 202 and sent == [resp.json()["id"]], resp.content
+    result = upload_jobs.upload_import_run(job_id=sent[0])
+    assert result is not None and result["status"] == "done" and result["result"]["imported"] == 2, result
+    stored = Image.objects.filter(campaign=campaign, status=Image.Status.DONE).exclude(file="")
+    assert sorted(media.joinpath(i.file).read_bytes() for i in stored) == sorted(images.values())

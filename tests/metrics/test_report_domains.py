@@ -110,3 +110,17 @@ def test_sparse_gep_attributes_are_flagged_conservative() -> None:
     (w,) = warnings(40, (0.05, 0.02))  # about 2 and 1 present questions
     assert "conservative" in w["message"] and DOMAIN_RULES["gep.sparse.conservative"].cell in w["message"]
     assert warnings(100, (0.5, 0.4)) == []
+
+
+def test_neutrality_interval_near_balance_is_flagged_conservative() -> None:
+    from metrics.sections.pst import _flag_neutrality
+
+    def flagged(near: int) -> list[str]:
+        with collecting() as log:
+            _flag_neutrality("single", near, 40)
+        return [w["message"] for w in log.as_list() if w["path"] == "pst.gender_balance.single.neutrality_ci"]
+
+    (few,) = flagged(6)
+    assert few.startswith("6 of 40 identities") and "conservative" in few
+    assert "neutrality.100x10.one_person.balanced" in few and "99.5%" in few
+    assert flagged(0) == []
