@@ -124,3 +124,20 @@ def test_neutrality_interval_near_balance_is_flagged_conservative() -> None:
     assert few.startswith("6 of 40 identities") and "conservative" in few
     assert "neutrality.100x10.one_person.balanced" in few and "99.5%" in few
     assert flagged(0) == []
+
+
+def test_annotator_tests_with_a_small_group_are_flagged() -> None:
+    from metrics.sections.annotators import _flag_small_groups
+
+    tests = [{"a": "18-24", "b": "25-34"}, {"a": "18-24", "b": "35-44"}, {"a": "25-34", "b": "35-44"}]
+
+    def flagged(sizes: dict[str, int]) -> list[str]:
+        members = {g: list(range(n)) for g, n in sizes.items()}
+        with collecting() as log:
+            _flag_small_groups("age_band", tests, members)
+        return [w["message"] for w in log.as_list() if w["path"] == "annotators.fields.age_band.tests"]
+
+    (msg,) = flagged({"18-24": 5, "25-34": 160, "35-44": 12})
+    assert msg.startswith("group(s) 18-24, 35-44 have fewer than 20 annotators (fewest 5)")
+    assert "annotators.sts.weak_null.5_vs_160" in msg and "8.0%" in msg
+    assert flagged({"18-24": 20, "25-34": 160, "35-44": 40}) == []
