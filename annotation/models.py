@@ -134,14 +134,16 @@ class DemographicsRelease(models.Model):
 # Indexes on the rows a HIT cycle writes: every change of `assigned` / `completed` (20 per 10-question HIT)
 # is a non-HOT update, so it adds an entry to EVERY index of the question table; each HIT also inserts
 # items and answers and updates its assignment. An index that another one covers (same leading column)
-# is left out (`db_index=False` on the foreign key, none on Question.family, no question_pool_idx):
-# PostgreSQL CPU per HIT cycle -13% (bench/README.md section 1, third round).
+# or that nothing reads is left out (`db_index=False` on the foreign key, none on Question.family, no
+# question_pool_idx): migrations 0012 and 0013, bench/README.md section 1, third round.
 class Question(models.Model):
     """One question about one image: a person (PST) or an attribute (GEP)."""
 
-    # Indexed by (campaign, setting) and the pool index.
+    # No single-column indexes on campaign and image: the (campaign, setting) and pool indexes lead with
+    # campaign, the unique (image, slot) one with image. Every counter update rewrites each index of the
+    # row (`assigned` is in the pool indexes: no HOT update), so two fewer matter to submits and imports.
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="questions", db_index=False)
-    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="questions")
+    image = models.ForeignKey(Image, on_delete=models.CASCADE, related_name="questions", db_index=False)
     # Which part of the image is asked about: "single" / "left" / "right" (PST), the attribute name (GEP).
     slot = models.CharField(max_length=200)
     # Question family: what a qualification test is attached to ("person", "attribute:dress", ...).
@@ -229,7 +231,8 @@ class AssignmentItem(models.Model):
         RELEASED = "released", "Released"  # lease expired or returned; counted out of `assigned`
 
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="items")
-    # Indexed by item_unique_question_annotator (question, annotator).
+    # No single-column index: the unique (question, annotator) index leads with question and serves every
+    # lookup by question (one index less to maintain per lease row; bulk imports write a million).
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="items", db_index=False)
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="items")
     position = models.PositiveSmallIntegerField()
@@ -245,7 +248,8 @@ class Answer(models.Model):
     """One annotator's choice for one question. Append-only: a correction is a new row whose
     `corrects` points at the answer it replaces."""
 
-    # Indexed by (campaign, question) below.
+    # No single-column index: the (campaign, question) index leads with campaign and serves every lookup by
+    # campaign (one index less to maintain per answer; bulk imports write a million).
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="answers", db_index=False)
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="answers")
     annotator = models.ForeignKey(Annotator, on_delete=models.CASCADE, related_name="answers")

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
-from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences
+from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences, permuted_studentized
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
@@ -122,7 +122,7 @@ def pst_headline(choices: Sequence[str], stereotypes: ArrayLike, settings: Array
     if unit != "answer":
         return stat
     weights = np.stack([s_tab[:, :k] * w_tab[:, :k], w_tab[:, :k]], axis=2)
-    return LinearStatistic(stat, LinearParts(np.where(keep, idx, -1), weights, n, finish))
+    return LinearStatistic(stat, LinearParts(np.where(keep, idx, -1), weights, n, finish, ratio_scale=100.0))
 
 
 def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLike, settings: ArrayLike,
@@ -203,6 +203,23 @@ def _fast_parts(statistic: Statistic) -> tuple[LinearParts, bool] | None:
     return None
 
 
+def _studentize(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
+                observed_side: NDArray[np.bool_], sides: NDArray[np.bool_], parts: LinearParts,
+                d_all: NDArray[np.float64], observed: NDArray[np.float64]
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """Replace the ratio headline's columns of the permuted and observed differences by their studentized
+    versions (`permuted_studentized`). A cell whose observed statistic cannot be studentized (a group
+    with fewer than two annotators answering in it) keeps its raw difference; a shuffle that cannot
+    counts as at least as extreme as the observation (conservative)."""
+    t = permuted_studentized(q, code, pos, n_pool, np.vstack([observed_side[None], sides]), parts)
+    n = t.shape[1]
+    ok = np.isfinite(t[0])
+    d_all, compare = d_all.copy(), observed.copy()
+    d_all[:, :n] = np.where(ok, np.where(np.isfinite(t[1:]), t[1:], np.inf), d_all[:, :n])
+    compare[:n] = np.where(ok, t[0], observed[:n])
+    return d_all, compare, n
+
+
 @dataclass(frozen=True)
 class GroupTest:
     """``difference = statistic(A) - statistic(B)`` per statistic, with permutation p-values."""
@@ -212,6 +229,7 @@ class GroupTest:
     difference: NDArray[np.float64]
     p_value: NDArray[np.float64]
     n_perm: int
+    studentized: int = 0  # the first `studentized` statistics were tested on the studentized difference
 
 
 def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int,
@@ -242,12 +260,17 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
     observed = sa - sb
     rng = np.random.default_rng(seed)
     hits = np.zeros(observed.shape, dtype=np.int64)
+    studentized = 0
     fast = _fast_parts(statistic)
     if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
         sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
         d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
+        compare = observed
+        if fast[0].ratio_scale is not None:  # ratio headlines: the studentized difference (unequal groups)
+            d_all, compare, studentized = _studentize(q, code, pos, pool.size, observed_side, sides, fast[0], d_all,
+                                                      observed)
         with np.errstate(invalid="ignore"):
-            hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
+            hits += (np.abs(d_all) >= np.abs(compare) - 1e-12).sum(axis=0)
         n_loop = 0
     else:
         n_loop = n_perm
@@ -257,4 +280,4 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
             hits += (np.abs(d) >= np.abs(observed) - 1e-12)
     p = (1 + hits) / (n_perm + 1)
     p = np.where(np.isfinite(observed), p, np.nan)
-    return GroupTest(sa, sb, observed, p, n_perm)
+    return GroupTest(sa, sb, observed, p, n_perm, studentized)

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from .agreement_subsets import alpha_from_coincidences
 
-__all__ = ["LinearParts", "LinearStatistic", "permuted_differences"]
+__all__ = ["LinearParts", "LinearStatistic", "permuted_differences", "permuted_studentized"]
 
 _BLOCK_CELLS = 4_000_000  # (permutations x annotators x cells) per block: bounds memory
 
@@ -47,6 +47,7 @@ class LinearParts:
     weights: NDArray[np.float64]
     n_cells: int
     finish: Callable[[NDArray[np.float64]], NDArray[np.float64]]
+    ratio_scale: float | None = None  # set when finish is ratio_scale * numerator / denominator per cell
 
 
 class LinearStatistic:
@@ -93,6 +94,45 @@ def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDA
     if not with_alpha:
         return diff
     return np.concatenate([diff, _alpha_differences(q, code, pos, n_questions, n_choices, sides)], axis=1)
+
+
+def permuted_studentized(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
+                         sides: NDArray[np.bool_], headline: LinearParts) -> NDArray[np.float64]:
+    """(rows of ``sides``, cells) studentized differences ``(R_A - R_B) / sqrt(V_A + V_B)`` of a ratio
+    headline (``headline.ratio_scale`` set: R = scale * sum y / sum x per cell over a group's answers).
+    V is the annotator-cluster-robust (linearised) variance of the ratio, ``scale^2 G / (G - 1)
+    sum_j (y_j - R x_j)^2 / X^2`` over the G annotators of the group with answers in the cell. Every
+    term is a sum over annotators, so each row is one matrix product, as for the raw difference.
+    Studentizing makes the permutation test valid when the two groups differ in size and in the spread
+    of their annotators (not only under exchangeability): the raw difference rejected a true
+    equal-mean null 25% of the time for 5 against 160 annotators of unequal spread (bench/README.md
+    section 10)."""
+    if headline.ratio_scale is None:
+        raise ValueError("the headline is not a ratio of sums: no studentized statistic")
+    sums = _annotator_sums(headline, q, code, pos, n_pool)  # (pool, 2, cells)
+    y, x = sums[:, 0, :], sums[:, 1, :]
+    feats = np.concatenate([y, x, y * y, x * y, x * x, (x > 0).astype(float)], axis=1)  # (pool, 6 cells)
+    total = feats.sum(axis=0)
+    n = headline.n_cells
+    out = []
+    step = max(1, _BLOCK_CELLS // max(1, feats.size))
+    for start in range(0, sides.shape[0], step):
+        in_a = sides[start:start + step].astype(float) @ feats
+        parts = [_ratio_and_variance(f.reshape(-1, 6, n), headline.ratio_scale) for f in (in_a, total[None] - in_a)]
+        (r_a, v_a), (r_b, v_b) = parts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append((r_a - r_b) / np.sqrt(np.maximum(v_a + v_b, 1e-12)))
+    return np.concatenate(out, axis=0) if out else np.zeros((0, n))
+
+
+def _ratio_and_variance(f: NDArray[np.float64], scale: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Ratio and its cluster-robust variance from summed (y, x, y^2, xy, x^2, clusters) per cell."""
+    y, x, yy, xy, xx, g = (f[:, i, :] for i in range(6))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(x > 0, y / np.where(x > 0, x, 1.0), np.nan)
+        resid = np.maximum(yy - 2 * r * xy + r * r * xx, 0.0)
+        v = np.where(g > 1, g / np.maximum(g - 1, 1) * resid / np.where(x > 0, x * x, 1.0), np.nan)
+    return scale * r, scale * scale * v
 
 
 def _alpha_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_questions: int,

@@ -1,8 +1,10 @@
-"""Indexes that another index covers, dropped from the tables a HIT cycle writes (annotation/models.py,
-above Question): the foreign keys' own indexes where a composite index starts with the same column,
-Question.family's two (always looked up within a campaign) and question_pool_idx (the engine reads
-question_pool_open_idx). The database side only drops indexes (Django's AlterField would also drop
-and re-add each foreign key, validating it over the whole table)."""
+"""After 0012: the other indexes that another index covers or that nothing reads, dropped from the tables
+a HIT cycle writes (annotation/models.py, above Question): Assignment's campaign and annotator
+foreign-key indexes (the (campaign, status, expires_at) and (annotator, status) indexes lead with
+them; a HIT's submit is a non-HOT update of its assignment), Question.family's two (always looked up
+within a campaign) and question_pool_idx (the engine reads question_pool_open_idx). The database side
+only drops indexes (Django's AlterField would also drop and re-add each foreign key, validating it
+over the whole table). Reversible."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -10,16 +12,10 @@ from django.db import migrations, models
 
 # (index, how to create it again)
 DROPPED = [
-    ("annotation_answer_campaign_id_8b096ec2",
-     "CREATE INDEX annotation_answer_campaign_id_8b096ec2 ON annotation_answer (campaign_id)"),
     ("annotation_assignment_annotator_id_5d071d66",
      "CREATE INDEX annotation_assignment_annotator_id_5d071d66 ON annotation_assignment (annotator_id)"),
     ("annotation_assignment_campaign_id_88239973",
      "CREATE INDEX annotation_assignment_campaign_id_88239973 ON annotation_assignment (campaign_id)"),
-    ("annotation_assignmentitem_question_id_3227e107",
-     "CREATE INDEX annotation_assignmentitem_question_id_3227e107 ON annotation_assignmentitem (question_id)"),
-    ("annotation_question_campaign_id_e91e3b6d",
-     "CREATE INDEX annotation_question_campaign_id_e91e3b6d ON annotation_question (campaign_id)"),
     ("annotation_question_family_c5fde613",
      "CREATE INDEX annotation_question_family_c5fde613 ON annotation_question (family)"),
     ("annotation_question_family_c5fde613_like",
@@ -42,7 +38,7 @@ def create(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0011_example_family_shown_as'),
+        ('annotation', '0012_redundant_fk_indexes'),
         ('campaigns', '0004_data_changes'),
     ]
 
@@ -55,11 +51,6 @@ class Migration(migrations.Migration):
             database_operations=[migrations.RunPython(drop, create)],
             state_operations=[
             migrations.AlterField(
-                model_name='answer',
-                name='campaign',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='campaigns.campaign'),
-            ),
-            migrations.AlterField(
                 model_name='assignment',
                 name='annotator',
                 field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.annotator'),
@@ -68,16 +59,6 @@ class Migration(migrations.Migration):
                 model_name='assignment',
                 name='campaign',
                 field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='campaigns.campaign'),
-            ),
-            migrations.AlterField(
-                model_name='assignmentitem',
-                name='question',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.question'),
-            ),
-            migrations.AlterField(
-                model_name='question',
-                name='campaign',
-                field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='campaigns.campaign'),
             ),
             migrations.AlterField(
                 model_name='question',
