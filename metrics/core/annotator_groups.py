@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
+from .annotator_alpha import AnswerPairs, answer_pairs
 from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
@@ -186,10 +187,27 @@ def alpha_stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
 
 class HeadlineWithAlpha:
     """``concatenate([headline(counts), alpha_stat(counts)])``: the annotators section's statistic. With
-    an answer-level headline (a :class:`LinearStatistic`) the permutation test runs vectorised."""
+    an answer-level headline (a :class:`LinearStatistic`) the permutation test runs vectorised; the
+    answers' pairs for alpha (:func:`~metrics.core.annotator_alpha.answer_pairs`) are built on the
+    first test and kept for the next ones on the same answer arrays (every pair of groups)."""
 
     def __init__(self, headline: Statistic) -> None:
         self.headline = headline
+        self._pairs: tuple[tuple[object, ...], AnswerPairs, NDArray[np.int64]] | None = None
+
+    def answer_pairs(self, q: NDArray[np.int64], who: NDArray[np.int64], code: NDArray[np.int64],
+                     sources: tuple[object, ...], n_questions: int, n_choices: int
+                     ) -> tuple[AnswerPairs, NDArray[np.int64]]:
+        """(pairs, annotator ids in index order) of these answers; ``sources``: the arrays the caller
+        passed, kept and compared by identity (the same arrays: the same pairs)."""
+        cached = self._pairs
+        if cached is not None and len(cached[0]) == len(sources) and all(
+                a is b for a, b in zip(cached[0], sources, strict=True)):
+            return cached[1], cached[2]
+        ids, who_idx = np.unique(who, return_inverse=True)
+        pairs = answer_pairs(q, who_idx.reshape(-1).astype(np.intp), code, n_questions, max(1, n_choices), ids.size)
+        self._pairs = (sources, pairs, ids)
+        return pairs, ids
 
     def __call__(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
         return np.concatenate([self.headline(counts), alpha_stat(counts)])
@@ -219,14 +237,14 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
                             statistic: Statistic, n_perm: int = 1000, seed: int | None = 0) -> GroupTest:
     """Permutation test of the difference of ``statistic`` between the groups of annotators A and B
     (see the module docstring). Answers of annotators in neither group are ignored."""
-    q = np.asarray(a_qidx, dtype=np.int64)
-    who = np.asarray(a_annotator, dtype=np.int64)
-    code = np.asarray(a_code, dtype=np.int64)
+    q_all = np.asarray(a_qidx, dtype=np.int64)
+    who_all = np.asarray(a_annotator, dtype=np.int64)
+    code_all = np.asarray(a_code, dtype=np.int64)
     pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
     if not len(annotators_a) or not len(annotators_b):
         raise ValueError("both groups need at least one annotator")
-    inside = np.isin(who, pool)
-    q, who, code = q[inside], who[inside], code[inside]
+    inside = np.isin(who_all, pool)
+    q, who, code = q_all[inside], who_all[inside], code_all[inside]
     # Answer -> position of its annotator in the pool.
     order = np.argsort(pool)
     pos = order[np.searchsorted(pool[order], who)]
@@ -245,7 +263,14 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
     fast = _fast_parts(statistic)
     if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
         sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
-        d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
+        alpha_pairs = None
+        if fast[1] and isinstance(statistic, HeadlineWithAlpha):
+            pairs, ids = statistic.answer_pairs(q_all, who_all, code_all, (a_qidx, a_annotator, a_code), n_questions,
+                                                n_choices)
+            at = np.minimum(np.searchsorted(ids, pool), max(0, ids.size - 1))
+            alpha_pairs = (pairs, np.where(ids[at] == pool, at, pairs.n).astype(np.intp) if ids.size
+                           else np.full(pool.size, pairs.n, dtype=np.intp))
+        d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast, alpha_pairs)
         with np.errstate(invalid="ignore"):
             hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
         n_loop = 0

@@ -11,12 +11,11 @@ permutations at a time. The weights are small integers (or halves), so the sums 
 values those of the loop.
 
 Krippendorff's alpha of a group is no such sum (a question's coincidences depend on how many of its
-answers are in the group). Per permutation it is computed on the questions where at least two
-answers come from the two groups (no other question has coincidences in either group), the other
-group's counts being the pool's minus the first one's: blocks of permutations at once, one sparse
-product for the counts and the coincidences summed per permutation (equal to the per-question sum
-up to rounding in the last bits, far inside the 1e-12 the p-value's comparison allows). Still O(answers) per permutation:
-the cost that grows with the data (bench/README.md section 4).
+answers are in the group): :mod:`metrics.core.annotator_alpha` computes both groups' coincidence
+matrices for every permutation exactly, a quadratic form in the annotators' memberships plus a
+count, per permutation, of the three-answer questions entirely inside a group (64 permutations to a
+machine word): O(pool answers) once and O(three-answer questions x permutations / 64) word
+operations, instead of a pass over every answer per permutation (bench/README.md section 4).
 
 The shuffles are those of the loop (``rng.permutation`` of the side labels, in order), so the
 p-values are the same.
@@ -30,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .agreement_subsets import alpha_from_coincidences
+from .annotator_alpha import AnswerPairs, permuted_coincidences, pool_coincidences
 
 __all__ = ["LinearParts", "LinearStatistic", "permuted_differences"]
 
@@ -74,9 +74,11 @@ def _annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.i
 
 def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
                          n_questions: int, n_choices: int, sides: NDArray[np.bool_], headline: LinearParts,
-                         with_alpha: bool) -> NDArray[np.float64]:
+                         with_alpha: bool, alpha_pairs: tuple[AnswerPairs, NDArray[np.intp]] | None = None
+                         ) -> NDArray[np.float64]:
     """(permutations, m) differences A - B of the headline statistics (and alpha last, when
-    ``with_alpha``) for each row of ``sides`` (permutations x pool annotators, True: in A). ``q``,
+    ``with_alpha``) for each row of ``sides`` (permutations x pool annotators, True: in A; ``alpha_pairs``:
+    the answers' :class:`~metrics.core.annotator_alpha.AnswerPairs` and the pool's indices in it). ``q``,
     ``code``, ``pos``: question, choice and pool position of each answer of the pool."""
     sums = _annotator_sums(headline, q, code, pos, n_pool)
     flat = sums.reshape(n_pool, -1)
@@ -92,48 +94,17 @@ def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDA
     diff = np.concatenate(out, axis=0) if out else np.zeros((0, 0))
     if not with_alpha:
         return diff
+    if alpha_pairs is not None:  # the answers' pairs built once for every pool (annotator_alpha.AnswerPairs)
+        o_a, o_b = pool_coincidences(alpha_pairs[0], alpha_pairs[1], sides)
+        alpha = alpha_from_coincidences(np.stack([o_a, o_b]))
+        return np.concatenate([diff, (alpha[0] - alpha[1])[:, None]], axis=1)
     return np.concatenate([diff, _alpha_differences(q, code, pos, n_questions, n_choices, sides)], axis=1)
 
 
 def _alpha_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_questions: int,
                        n_choices: int, sides: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """(permutations, 1): alpha(A) - alpha(B), on the questions with >= 2 pool answers, blocks of
-    permutations at once: A's counts are one sparse product (answers x question-choice incidence
-    times answers x permutations membership), B's the pool's minus A's."""
-    from scipy import sparse
-
-    k = max(1, n_choices)
-    per_question = np.bincount(q, minlength=n_questions)
-    rel = per_question[q] >= 2
-    q, code, pos = q[rel], code[rel], pos[rel]
-    uq, q_rel = np.unique(q, return_inverse=True)
-    n_rel = int(uq.size)
-    key = q_rel * k + code
-    pool = np.bincount(key, minlength=n_rel * k).reshape(n_rel, k).astype(float)
-    incidence = sparse.csr_matrix((np.ones(key.size), (key, np.arange(key.size))), shape=(n_rel * k, key.size))
-    out = np.empty((sides.shape[0], 1))
-    step = max(1, _BLOCK_CELLS // max(1, n_rel * k))
-    for start in range(0, sides.shape[0], step):
-        member = sides[start:start + step][:, pos].T.astype(float)  # answers x permutations
-        a = np.asarray(incidence @ member).reshape(n_rel, k, -1)  # question x choice x permutation
-        b = pool[:, :, None] - a
-        alpha = alpha_from_coincidences(np.stack([_coincidences(a), _coincidences(b)]))  # (2, permutations)
-        out[start:start + step, 0] = alpha[0] - alpha[1]
-    return out
-
-
-def _coincidences(counts: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Coincidence matrices (permutations, k*k) of question x choice x permutation counts: per
-    permutation the sum of :func:`metrics.core.agreement_subsets._coincidence_rows`,
-    ``o_cd = sum_q w_q (n_qc n_qd - [c = d] n_qc)`` with ``w = 1 / (m - 1)`` for questions with
-    m >= 2 answers."""
-    k = counts.shape[1]
-    m = counts.sum(axis=1)
-    w = np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)
-    out = np.empty((counts.shape[2], k, k))
-    for c in range(k):
-        wc = w * counts[:, c]
-        for d in range(k):
-            out[:, c, d] = np.einsum("qp,qp->p", wc, counts[:, d])
-        out[:, c, c] -= wc.sum(axis=0)
-    return out.reshape(counts.shape[2], k * k)
+    """(permutations, 1): alpha(A) - alpha(B), from both groups' coincidence matrices under every
+    permutation (:func:`metrics.core.annotator_alpha.permuted_coincidences`)."""
+    o_a, o_b = permuted_coincidences(q, code, pos, sides.shape[1], n_questions, max(1, n_choices), sides)
+    alpha = alpha_from_coincidences(np.stack([o_a, o_b]))  # (2, permutations)
+    return (alpha[0] - alpha[1])[:, None]
