@@ -318,6 +318,10 @@ def main() -> None:
     parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
+    # The 10M-answer campaign (32 prompts x 6,944 samples = 222k images) is over the default
+    # deployment limits (1,000 samples, 100k images per campaign): a deployment that holds it raises them.
+    os.environ.setdefault("SPEC_MAX_SAMPLES", "10000")
+    os.environ.setdefault("MAX_IMAGES_PER_CAMPAIGN", "400000")
     if args.measure:
         setup(url)
         print(json.dumps(measure(args.measure, args.n_boot, args.profile)))
