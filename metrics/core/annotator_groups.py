@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
 from .annotator_alpha import AnswerPairs, answer_pairs
-from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences
+from .annotator_permutations import LinearParts, LinearStatistic, annotator_sums, permuted_differences
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
@@ -193,24 +193,60 @@ class HeadlineWithAlpha:
 
     def __init__(self, headline: Statistic) -> None:
         self.headline = headline
-        self._pairs: tuple[tuple[object, ...], AnswerPairs, NDArray[np.int64]] | None = None
+        self._shared: _Shared | None = None
 
-    def answer_pairs(self, q: NDArray[np.int64], who: NDArray[np.int64], code: NDArray[np.int64],
-                     sources: tuple[object, ...], n_questions: int, n_choices: int
-                     ) -> tuple[AnswerPairs, NDArray[np.int64]]:
-        """(pairs, annotator ids in index order) of these answers; ``sources``: the arrays the caller
-        passed, kept and compared by identity (the same arrays: the same pairs)."""
-        cached = self._pairs
-        if cached is not None and len(cached[0]) == len(sources) and all(
-                a is b for a, b in zip(cached[0], sources, strict=True)):
-            return cached[1], cached[2]
-        ids, who_idx = np.unique(who, return_inverse=True)
-        pairs = answer_pairs(q, who_idx.reshape(-1).astype(np.intp), code, n_questions, max(1, n_choices), ids.size)
-        self._pairs = (sources, pairs, ids)
-        return pairs, ids
+    def shared(self, sources: tuple[object, ...], n_questions: int, n_choices: int) -> _Shared:
+        """What every pair of groups tested on these answers shares (built on the first test);
+        ``sources``: the answer arrays the caller passed, compared by identity."""
+        cached = self._shared
+        if cached is None or len(cached.sources) != len(sources) or not all(
+                a is b for a, b in zip(cached.sources, sources, strict=True)):
+            cached = self._shared = _Shared.build(self, sources, n_questions, n_choices)
+        return cached
 
     def __call__(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
         return np.concatenate([self.headline(counts), alpha_stat(counts)])
+
+
+@dataclass
+class _Shared:
+    """Per answer set: annotator ids and each answer's annotator index, the answers' pairs for alpha,
+    every annotator's headline sums, and each group's observed statistic once computed."""
+
+    sources: tuple[object, ...]
+    q: NDArray[np.int64]
+    who: NDArray[np.int64]
+    code: NDArray[np.int64]
+    ids: NDArray[np.int64]
+    pairs: AnswerPairs
+    sums: NDArray[np.float64]
+    n_questions: int
+    n_choices: int
+    observed: dict[tuple[int, ...], NDArray[np.float64]]
+
+    @classmethod
+    def build(cls, stat: HeadlineWithAlpha, sources: tuple[object, ...], n_questions: int, n_choices: int) -> _Shared:
+        q, who, code = (np.asarray(a, dtype=np.int64) for a in sources)
+        ids, who_idx = np.unique(who, return_inverse=True)
+        idx = who_idx.reshape(-1).astype(np.intp)
+        assert isinstance(stat.headline, LinearStatistic)
+        return cls(sources, q, who, code, ids, answer_pairs(q, idx, code, n_questions, max(1, n_choices), ids.size),
+                   annotator_sums(stat.headline.parts, q, code, idx, ids.size + 1), n_questions, n_choices, {})
+
+    def index(self, annotators: NDArray[np.int64]) -> NDArray[np.intp]:
+        """Each annotator's index (``pairs.n``, a row of zeros, for one without answers)."""
+        if not self.ids.size:
+            return np.full(annotators.size, self.pairs.n, dtype=np.intp)
+        at = np.minimum(np.searchsorted(self.ids, annotators), self.ids.size - 1)
+        return np.where(self.ids[at] == annotators, at, self.pairs.n).astype(np.intp)
+
+    def value(self, group: Sequence[int], statistic: Statistic) -> NDArray[np.float64]:
+        """``statistic`` of the group's answers (the counts of :func:`group_counts`), computed once."""
+        key = tuple(sorted(int(a) for a in group))
+        if key not in self.observed:
+            member = np.isin(self.who, np.asarray(key, dtype=np.int64))
+            self.observed[key] = statistic(group_counts(self.q, self.code, member, self.n_questions, self.n_choices))
+        return self.observed[key]
 
 
 def _fast_parts(statistic: Statistic) -> tuple[LinearParts, bool] | None:
@@ -237,14 +273,15 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
                             statistic: Statistic, n_perm: int = 1000, seed: int | None = 0) -> GroupTest:
     """Permutation test of the difference of ``statistic`` between the groups of annotators A and B
     (see the module docstring). Answers of annotators in neither group are ignored."""
-    q_all = np.asarray(a_qidx, dtype=np.int64)
-    who_all = np.asarray(a_annotator, dtype=np.int64)
-    code_all = np.asarray(a_code, dtype=np.int64)
     pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
     if not len(annotators_a) or not len(annotators_b):
         raise ValueError("both groups need at least one annotator")
-    inside = np.isin(who_all, pool)
-    q, who, code = q_all[inside], who_all[inside], code_all[inside]
+    if isinstance(statistic, HeadlineWithAlpha) and isinstance(statistic.headline, LinearStatistic):
+        return _test_shared(statistic, statistic.shared((a_qidx, a_annotator, a_code), n_questions, n_choices),
+                            annotators_a, annotators_b, n_perm, seed)
+    q, who, code = (np.asarray(a, dtype=np.int64) for a in (a_qidx, a_annotator, a_code))
+    inside = np.isin(who, pool)
+    q, who, code = q[inside], who[inside], code[inside]
     # Answer -> position of its annotator in the pool.
     order = np.argsort(pool)
     pos = order[np.searchsorted(pool[order], who)]
@@ -263,14 +300,7 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
     fast = _fast_parts(statistic)
     if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
         sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
-        alpha_pairs = None
-        if fast[1] and isinstance(statistic, HeadlineWithAlpha):
-            pairs, ids = statistic.answer_pairs(q_all, who_all, code_all, (a_qidx, a_annotator, a_code), n_questions,
-                                                n_choices)
-            at = np.minimum(np.searchsorted(ids, pool), max(0, ids.size - 1))
-            alpha_pairs = (pairs, np.where(ids[at] == pool, at, pairs.n).astype(np.intp) if ids.size
-                           else np.full(pool.size, pairs.n, dtype=np.intp))
-        d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast, alpha_pairs)
+        d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
         with np.errstate(invalid="ignore"):
             hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
         n_loop = 0
@@ -280,6 +310,32 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
         d = np.subtract(*both(rng.permutation(observed_side)))
         with np.errstate(invalid="ignore"):
             hits += (np.abs(d) >= np.abs(observed) - 1e-12)
+    p = (1 + hits) / (n_perm + 1)
+    p = np.where(np.isfinite(observed), p, np.nan)
+    return GroupTest(sa, sb, observed, p, n_perm)
+
+
+def _test_shared(statistic: HeadlineWithAlpha, shared: _Shared, annotators_a: Sequence[int],
+                 annotators_b: Sequence[int], n_perm: int, seed: int | None) -> GroupTest:
+    """:func:`permutation_test_groups` for the section's statistic: the same figures, shuffles and
+    p-values, from what every pair of groups on these answers shares (no pass over the answers per pair
+    once both groups were seen)."""
+    pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
+    sa, sb = shared.value(annotators_a, statistic), shared.value(annotators_b, statistic)
+    observed = sa - sb
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(observed.shape, dtype=np.int64)
+    if n_perm > 0:
+        observed_side = np.arange(pool.size) < len(annotators_a)
+        sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
+        idx = shared.index(pool)
+        assert isinstance(statistic.headline, LinearStatistic)
+        empty = np.zeros(0, dtype=np.int64)
+        d_all = permuted_differences(empty, empty, empty.astype(np.intp), pool.size, shared.n_questions,
+                                     shared.n_choices, sides, statistic.headline.parts, True, (shared.pairs, idx),
+                                     shared.sums[idx])
+        with np.errstate(invalid="ignore"):
+            hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
     p = (1 + hits) / (n_perm + 1)
     p = np.where(np.isfinite(observed), p, np.nan)
     return GroupTest(sa, sb, observed, p, n_perm)

@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from .agreement_subsets import alpha_from_coincidences
 from .annotator_alpha import AnswerPairs, permuted_coincidences, pool_coincidences
 
-__all__ = ["LinearParts", "LinearStatistic", "permuted_differences"]
+__all__ = ["LinearParts", "LinearStatistic", "annotator_sums", "permuted_differences"]
 
 _BLOCK_CELLS = 4_000_000  # (permutations x annotators x cells) per block: bounds memory
 
@@ -60,7 +60,7 @@ class LinearStatistic:
         return self._stat(counts)
 
 
-def _annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp],
+def annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp],
                     n_pool: int) -> NDArray[np.float64]:
     """(pool annotators, 2, cells): each annotator's numerator and denominator sums."""
     cell = parts.cell[q]
@@ -74,13 +74,15 @@ def _annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.i
 
 def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
                          n_questions: int, n_choices: int, sides: NDArray[np.bool_], headline: LinearParts,
-                         with_alpha: bool, alpha_pairs: tuple[AnswerPairs, NDArray[np.intp]] | None = None
-                         ) -> NDArray[np.float64]:
+                         with_alpha: bool, alpha_pairs: tuple[AnswerPairs, NDArray[np.intp]] | None = None,
+                         sums: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """(permutations, m) differences A - B of the headline statistics (and alpha last, when
     ``with_alpha``) for each row of ``sides`` (permutations x pool annotators, True: in A; ``alpha_pairs``:
     the answers' :class:`~metrics.core.annotator_alpha.AnswerPairs` and the pool's indices in it). ``q``,
-    ``code``, ``pos``: question, choice and pool position of each answer of the pool."""
-    sums = _annotator_sums(headline, q, code, pos, n_pool)
+    ``code``, ``pos``: question, choice and pool position of each answer of the pool; ``sums``: the pool's
+    :func:`annotator_sums` when the caller has them."""
+    if sums is None:
+        sums = annotator_sums(headline, q, code, pos, n_pool)
     flat = sums.reshape(n_pool, -1)
     total = flat.sum(axis=0)
     out = []
