@@ -300,8 +300,6 @@ def _multiplicities(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> li
     seed): the small ones are computed once per process (issue 23), the values unchanged."""
     if seed is not None and n_boot * sum(sizes) <= _CACHED_CELLS:
         return _multiplicities_cached(int(seed), n_boot, sizes)
-    if seed is not None and n_boot * sum(sizes) <= _CACHED_LARGE_CELLS:
-        return _multiplicities_cached_large(int(seed), n_boot, sizes)
     return _multiplicities_drawn(seed, n_boot, sizes)
 
 
@@ -327,17 +325,6 @@ def _multiplicities_cached(seed: int, n_boot: int, sizes: tuple[int, ...]) -> li
         for b in blocks:
             b.flags.writeable = False
     return out
-
-
-# A large campaign's report resamples all its images with the report's seed in the overall interval
-# and again in every demographic group's (10M answers: 222k images x 1,000 draws per interval, most of
-# the annotators section's time): the two latest large multiplicity sets are kept (uint8: <= 256 MB each).
-_CACHED_LARGE_CELLS = 256_000_000
-
-
-@lru_cache(maxsize=2)
-def _multiplicities_cached_large(seed: int, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
-    return _multiplicities_cached.__wrapped__(seed, n_boot, sizes)
 
 
 def cluster_jackknife(
