@@ -116,6 +116,10 @@ class CampaignOpeningOutput(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField(help_text='"building" while a worker creates the questions.')
     progress = serializers.FloatField(help_text="0-1.")
+    updated_s = serializers.FloatField(help_text="Seconds since the worker's last progress (its heartbeat); after "
+                                                 "CAMPAIGN_OPEN_STALE_S without one, the next POST starts a new worker.")
+    detail = serializers.CharField(help_text="What is happening, in a sentence (being opened, cannot be opened again "
+                                             "while it runs).")
 
 
 class QuestionLabelOutput(serializers.Serializer):

@@ -29,11 +29,12 @@ def assignments_auto_approve_task() -> int:
 
 
 @shared_task(name="annotation.questions_open", queue="default", ignore_result=True)
-def questions_open_task(campaign_id: int) -> None:
-    """Open a campaign too large to open in a request (over REQUEST_WORK_BUDGET_S: services/opening.py)."""
+def questions_open_task(campaign_id: int, token: str | None = None) -> None:
+    """Open a campaign too large to open in a request (over REQUEST_WORK_BUDGET_S: services/opening.py);
+    `token`: the request's claim (a superseded worker stops)."""
     from .services.opening import campaign_open_run
 
-    campaign_open_run(campaign_id=campaign_id)
+    campaign_open_run(campaign_id=campaign_id, token=token)
 
 
 @shared_task(name="annotation.campaign_archive_build", queue="default", ignore_result=True)

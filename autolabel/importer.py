@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.db import transaction
 
@@ -43,7 +43,7 @@ def labeller_name_check(name: Any) -> str:
     return name
 
 
-def _rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _rows(name: str, data: bytes | BinaryIO, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
     return upload_rows(name, data, errors, columns=COLUMNS, columns_hint=f"columns: {', '.join(COLUMNS)}",
                        empty_field="file", json_keys_checked=True, stop_on_unknown_columns=True)
 
@@ -94,7 +94,7 @@ def _row_question(row: dict[str, Any], questions: dict[int, list[Question]], by_
     return image_id, question
 
 
-def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data: bytes) -> dict[str, Any]:
+def machine_labels_import(*, campaign: Campaign, labeller: Any, name: str, data: bytes | BinaryIO) -> dict[str, Any]:
     """Validate every row, then upsert all labels in one transaction; 400 naming rows otherwise."""
     labeller = labeller_name_check(labeller)
     errors: dict[str, list[str]] = {}

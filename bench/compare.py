@@ -10,7 +10,10 @@ the process (the request work budget raised, the compare snapshot deleted before
 agreement with its interval and the significance of the three pairs (neutral and explicit: score and
 15 vector components each). Prints wall and CPU time (`time.process_time`) per run, the machine's load
 average, a cProfile listing of one more run (top functions by own CPU time) and the CPU time of each
-part (extraction, pooled agreement, significance), then one JSON line.
+part (extraction, pooled agreement, significance), the request work budget's estimate of the comparison
+(`metrics.snapshots.budget.compare_estimate`) against the measured time with the seconds per unit of
+`compare_work` (the calibration of `COMPARE_PER_IMAGE_DRAW_S`, bench/README.md section 12), then one
+JSON line.
 
 Needs PostgreSQL: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_compare; created if
 missing; its contents are wiped at the start).
@@ -127,6 +130,13 @@ def main() -> None:
     images = sum(c.images.count() for c in campaigns)
     print(f"loaded 3 models x {args.attributes} attributes: {images} images, {answers} answers in {load_s:.1f} s; "
           f"their reports {reports_s:.1f} s", flush=True)
+    from metrics.compare.options import CompareOptions
+    from metrics.compare.services import compare_work
+    from metrics.snapshots.budget import compare_estimate
+
+    compare = CompareOptions(test="permutation", draws=args.draws)
+    work = compare_work(campaigns=campaigns, compare=compare)
+    estimate = compare_estimate(campaigns=campaigns, compare=compare, work=work)
     runs = []
     result: dict[str, Any] = {}
     for i in range(args.runs):
@@ -136,6 +146,10 @@ def main() -> None:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         runs.append({"wall_s": wall, "cpu_s": cpu, "load_avg_1m": load_avg[0]})
         print(f"compare run {i + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU (load average {load_avg[0]:.1f})", flush=True)
+    if runs:
+        best = min(min(r["wall_s"], r["cpu_s"]) for r in runs)  # CPU: the wall of a loaded machine judges nothing
+        print(f"budget: compare_work {work:,} image-draws; estimate {estimate.seconds:.2f} s {estimate.as_dict()}; "
+              f"measured best {best:.2f} s = {best / max(work, 1) * 1e9:.2f} ns per image-draw", flush=True)
     profile = cProfile.Profile(time.process_time)
     profile.enable()
     result = compare_once(campaigns, args.draws)
@@ -167,6 +181,7 @@ def main() -> None:
             (r["difference"] for r in sig["comparisons"][0]["rows"]
              if r["section"] == "gep.neutral" and r["metric"] == "score"), None),
         "load_average": os.getloadavg(),
+        "compare_work": work, "estimate_s": estimate.seconds,
     }
     if args.smoke:
         assert sig["draws"] == args.draws and len(sig["comparisons"]) == 3, sig

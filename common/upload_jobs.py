@@ -13,12 +13,20 @@ the endpoint answers `202 {"id", "status": "building", "progress", "campaign", "
 body, or failed with the `error` message and `errors` by field, as the request would have answered
 400). The stored upload is removed when the job ends. Progress is 0 until the import is done (the
 imports write all or nothing, in one transaction: there is nothing partial to count).
+
+The worker never reads a stored upload whole: each is opened from the default storage (`open()`, a
+file on disk or django-storages' spooled remote file) and handed to the runner as a binary stream, which
+the parsers read in chunks (the MTurk reader, `common.uploads.upload_rows` for manifests and machine
+labels: a UTF-8 check in 1 MB chunks, then the CSV / JSON Lines reader over a text stream; an image zip
+through `common.zipsafe`). The size limits of the request (`common.uploads.upload_limit`: 100 MB for a
+CSV, the archive's) are checked again on the stored size before it is opened.
 """
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from contextlib import ExitStack
+from typing import Any, BinaryIO, cast
 
 from django.core.cache import cache
 from django.core.files.storage import default_storage
@@ -28,22 +36,27 @@ from rest_framework import serializers
 from .budget import Estimate, budget_decide
 from .errors import ApplicationError
 from .tasks import task_send
+from .uploads import upload_limit, upload_too_large
 
-# Seconds per uploaded line, rounded up from bench/imports.py (bench/README.md section 2: MTurk 100,000
-# rows = 1M answers in 42.4 s; image manifest 10,000 URL rows in 3.58 s) and, for machine labels (one
-# label per row, no figure measured), the manifest's cost.
-IMPORT_PER_ROW_S = {"mturk_batch": 5.0e-4, "machine_labels": 4.0e-4, "images": 4.0e-4}
+# Seconds per uploaded line, rounded up. MTurk batch (10 answers a row) and image manifest (URL rows):
+# `bench/imports.py --images 100000 --rows 100000` on a quiet machine (bench/README.md "Today's figures",
+# 2026-11-27 16:28 UTC, main 9c74c9a, the import code unchanged since): 100,000 rows in 85.3 s (853 us a
+# row, PostgreSQL-bound) and in 7.97 s (80 us). Machine labels: `bench/budget_calibrate.py`, 2026-11-27
+# 17:26 and 17:28 UTC, load average 9-12: 4,800 rows (one a question of the GEP paper's design) in
+# 0.62-0.86 s CPU of this process and its PostgreSQL backend (130-179 us a row; 2.4-3.0 s wall loaded).
+IMPORT_PER_ROW_S = {"mturk_batch": 1.0e-3, "machine_labels": 4.0e-4, "images": 1.5e-4}
 IMPORT_FIXED_S = 0.1
 TASK = "campaigns.upload_import"
 PREFIX = "private/imports"
 JOB_TTL_S = 7 * 24 * 3600
-Runner = Callable[[dict[str, Any], dict[str, bytes]], dict[str, Any]]
+Runner = Callable[[dict[str, Any], dict[str, BinaryIO]], dict[str, Any]]
 _runners: dict[str, Runner] = {}
 
 
 def register_import(kind: str, runner: Runner) -> None:
-    """`runner(params, files)` runs the import of `kind` on the stored uploads (name -> bytes) and
-    returns the body the request would have answered (an ApplicationError for a 400)."""
+    """`runner(params, files)` runs the import of `kind` on the stored uploads (name -> a binary stream,
+    open and at its start; read it in chunks) and returns the body the request would have answered (an
+    ApplicationError for a 400)."""
     _runners[kind] = runner
 
 
@@ -97,6 +110,16 @@ def upload_job_get(*, job_id: str, owner_id: int) -> dict[str, Any] | None:
     return _public(job)
 
 
+def _stored_open(name: str, stored: str, opened: ExitStack) -> BinaryIO:
+    """The stored upload as a binary stream (closed with `opened`), within the request's size limit
+    (413's message, as the request's: a field named `archive` is an archive, image files have their own
+    limit in the import, the others are CSV)."""
+    kind = "archive" if name == "archive" else None if name.startswith("files.") else "csv"
+    if kind is not None and default_storage.size(stored) > upload_limit(kind):
+        raise upload_too_large(name, upload_limit(kind))
+    return cast(BinaryIO, opened.enter_context(default_storage.open(stored, "rb")))  # a File: read, seek, tell
+
+
 def upload_import_run(*, job_id: str) -> dict[str, Any] | None:
     """Worker side: read the stored uploads, run the registered import, record its result or its 400,
     remove the stored uploads."""
@@ -104,11 +127,9 @@ def upload_import_run(*, job_id: str) -> dict[str, Any] | None:
     if not isinstance(job, dict) or job.get("status") != "building":
         return None
     try:
-        data = {}
-        for name, stored in job["files"].items():
-            with default_storage.open(stored, "rb") as handle:
-                data[name] = handle.read()
-        job.update(status="done", progress=1.0, result=_runners[job["kind"]](job["params"], data))
+        with ExitStack() as opened:
+            streams = {name: _stored_open(name, stored, opened) for name, stored in job["files"].items()}
+            job.update(status="done", progress=1.0, result=_runners[job["kind"]](job["params"], streams))
     except ApplicationError as exc:
         job.update(status="failed", error=exc.message, errors=exc.errors)
     except Exception as exc:

@@ -10,10 +10,11 @@ reads `request.FILES` any other way.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
 
@@ -60,31 +61,72 @@ def upload_read(upload: Any, *, field: str, kind: str) -> bytes:
     return b"".join(chunks)
 
 
-def csv_lines(data: bytes) -> Iterator[str]:
-    """The decoded lines of a CSV, decoded as they are read (a whole-file str would be up to four
-    times the bytes)."""
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+READ_CHUNK = 1 << 20  # bytes per read of a streamed upload (the UTF-8 check; the CSV reader reads 8 KB)
 
 
-def upload_rows(name: str, data: bytes, errors: dict[str, list[str]], *, columns: tuple[str, ...],
+def csv_lines(data: bytes | BinaryIO) -> io.TextIOWrapper:
+    """The decoded lines of a CSV (bytes, or a binary stream read from its start: an upload's file, a
+    stored upload), decoded as they are read (a whole-file str would be up to four times the bytes)."""
+    stream: Any = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    return io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+
+
+def utf8_problem(stream: BinaryIO) -> tuple[int, int] | None:
+    """(line, byte offset) of the first byte that is not UTF-8, read in chunks of READ_CHUNK; None
+    when all of it is UTF-8. Leaves the stream at its start."""
+    stream.seek(0)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = lines = 0
+    problem = None
+    while problem is None:
+        chunk = stream.read(READ_CHUNK)
+        pending = len(decoder.getstate()[0])  # a character split by the chunk boundary (never a newline)
+        try:
+            decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as exc:
+            at = max(0, exc.start - pending)
+            problem = (lines + chunk[:at].count(b"\n") + 1, offset - pending + exc.start)
+        if not chunk:
+            break
+        offset += len(chunk)
+        lines += chunk.count(b"\n")
+    stream.seek(0)
+    return problem
+
+
+def upload_rows(name: str, data: bytes | BinaryIO, errors: dict[str, list[str]], *, columns: tuple[str, ...],
                 columns_hint: str, empty_field: str, encoding_hint: str = "",
                 json_keys_checked: bool = False,
                 stop_on_unknown_columns: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, row) for each row of `data`; problems go to `errors` (`rows.<line>`, or `empty_field`
-    for an empty CSV). JSON Lines when the name says so (.jsonl / .ndjson / .json) or, for a name
-    that is not .csv, when the text starts with "{". CSV cells that are empty are left out of the row.
+    """(line, row) for each row of `data` (bytes or a seekable binary stream, read in chunks: a stored
+    upload is never held whole); problems go to `errors` (`rows.<line>`, or `empty_field` for an empty
+    CSV). JSON Lines when the name says so (.jsonl / .ndjson / .json) or, for a name that is not .csv,
+    when the text starts with "{". CSV cells that are empty are left out of the row.
     `json_keys_checked`: a JSON row with keys outside `columns` is named and skipped (a CSV's unknown
     columns are always named; `stop_on_unknown_columns` reads no row then)."""
-    try:
-        data.decode("utf-8-sig")  # checked whole first, to name the line; the copy is dropped at once
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        errors.setdefault(f"rows.{line}", []).append(f"row {line}: not valid UTF-8 (byte {exc.start}){encoding_hint}")
+    stream: BinaryIO = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    problem = utf8_problem(stream)  # checked first, to name the line before any row is used
+    if problem is not None:
+        line, at = problem
+        errors.setdefault(f"rows.{line}", []).append(f"row {line}: not valid UTF-8 (byte {at}){encoding_hint}")
         return
+    text = csv_lines(stream)
+    try:
+        yield from _rows_of(name, text, errors, columns=columns, columns_hint=columns_hint, empty_field=empty_field,
+                            json_keys_checked=json_keys_checked, stop_on_unknown_columns=stop_on_unknown_columns)
+    finally:
+        text.detach()  # the caller's stream stays open (closing the wrapper would close it)
+
+
+def _rows_of(name: str, text: io.TextIOWrapper, errors: dict[str, list[str]], *, columns: tuple[str, ...],
+             columns_hint: str, empty_field: str, json_keys_checked: bool,
+             stop_on_unknown_columns: bool) -> Iterator[tuple[int, dict[str, Any]]]:
+    """upload_rows' reading of the decoded text (checked to be UTF-8)."""
     lower = name.lower()
-    head = data[:4096].decode("utf-8-sig", errors="ignore").lstrip()
+    head = text.read(4096).lstrip()
+    text.seek(0)
     if lower.endswith((".jsonl", ".ndjson", ".json")) or (not lower.endswith(".csv") and head.startswith("{")):
-        lines = iter(csv_lines(data))
+        lines = iter(text)
         number = 0
         while True:
             try:
@@ -107,7 +149,7 @@ def upload_rows(name: str, data: bytes, errors: dict[str, list[str]], *, columns
                 inner = f"{parts[2]}: " if len(parts) > 2 else ""  # the key at fault, e.g. "url: contains a NUL"
                 errors.setdefault(f"rows.{number}", []).append(f"row {number}: {inner}not accepted ({problems[0]})"
                                                                if inner else f"row {number}: not JSON ({problems[0]})")
-    reader = csv.DictReader(csv_lines(data))
+    reader = csv.DictReader(text)
     try:
         fieldnames = reader.fieldnames
     except csv.Error as exc:

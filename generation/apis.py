@@ -1,10 +1,9 @@
 """REST API of generation: start / cancel / retry, the image list, exclusion, and import."""
 from __future__ import annotations
 
-import io
-from typing import Any
+from typing import Any, BinaryIO
 
-from django.core.files.base import ContentFile
+from django.core.files.base import File
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -206,19 +205,20 @@ class ImageImportApi(APIView):
         return Response(body, status=status.HTTP_202_ACCEPTED if state == "building" else status.HTTP_201_CREATED)
 
 
-def images_import_body(campaign: Campaign, params: dict[str, Any], manifest: bytes, source: Any) -> dict[str, Any]:
+def images_import_body(campaign: Campaign, params: dict[str, Any], manifest: bytes | BinaryIO,
+                       source: Any) -> dict[str, Any]:
     result = images_import(campaign=campaign, manifest_name=params["manifest_name"], manifest=manifest, files=source)
     campaign.refresh_from_db()
     return {**result, "status": campaign.status, "progress": campaign_progress(campaign=campaign)}
 
 
-def images_import_run(params: dict[str, Any], files: dict[str, bytes]) -> dict[str, Any]:
+def images_import_run(params: dict[str, Any], files: dict[str, BinaryIO]) -> dict[str, Any]:
     """Worker side of an image import over the budget (common/upload_jobs.py): the stored manifest and
-    archive or files, through the same import."""
+    archive or files (binary streams from the storage, never read whole), through the same import."""
     source: Any = None
     if "archive" in files:
-        source = ZipSource(io.BytesIO(files["archive"]))
+        source = ZipSource(files["archive"])
     elif params["file_names"]:
-        source = UploadedFilesSource([ContentFile(files[f"files.{i}"], name=name)
+        source = UploadedFilesSource([File(files[f"files.{i}"], name=name)
                                       for i, name in enumerate(params["file_names"])])
     return images_import_body(Campaign.objects.get(pk=params["campaign"]), params, files["manifest"], source)

@@ -140,7 +140,7 @@ class ManifestRow:
 MANIFEST_COLUMNS = ("prompt_key", "prompt", "sample_index", "file", "url")
 
 
-def _manifest_rows(name: str, data: bytes, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _manifest_rows(name: str, data: bytes | BinaryIO, errors: dict[str, list[str]]) -> Iterator[tuple[int, dict[str, Any]]]:
     return upload_rows(name, data, errors, columns=MANIFEST_COLUMNS,
                        columns_hint="columns: prompt_key or prompt, sample_index, file or url", empty_field="manifest",
                        encoding_hint="; save the manifest as UTF-8")
@@ -188,7 +188,7 @@ def image_bytes_check(data: bytes, limit: int | None = None) -> str | None:
     return _check_image(data, settings.IMPORT_MAX_FILE_BYTES if limit is None else limit)
 
 
-def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: bytes,
+def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: bytes | BinaryIO,
                            files: FileSource) -> list[ManifestRow]:
     """Every row checked; raises ApplicationError listing every problem by row, or returns the rows.
 
@@ -290,7 +290,7 @@ def images_import_validate(*, campaign: Campaign, manifest_name: str, manifest: 
     return rows
 
 
-def images_import(*, campaign: Campaign, manifest_name: str, manifest: bytes, files: FileSource | None = None,
+def images_import(*, campaign: Campaign, manifest_name: str, manifest: bytes | BinaryIO, files: FileSource | None = None,
                   ) -> dict[str, int]:
     """Validate every row, then store the files, then record every image in one transaction."""
     if campaign.status not in STARTABLE:

@@ -24,6 +24,7 @@ from ..selectors import questions_filter
 from ..spec_section import ATTRIBUTE_CHOICES, PERSON_CHOICES, annotation_settings
 from .demographics import demographics_release_at_close
 from .derived import answers_derive, revision_bump
+from .open_claims import opening_running
 
 # Gold questions are shown to every annotator once: "unlimited" redundancy, and their counters are
 # never touched (hot rows under contention otherwise).
@@ -107,7 +108,9 @@ def questions_open(*, campaign: Campaign, progress: Callable[[float], None] | No
             open_ids = allowed if open_ids is None else open_ids & allowed
     report(0.1)
     rows: list[Question] = []
-    for image in images:
+    for n, image in enumerate(images, 1):
+        if n % 2000 == 0:  # the opening worker's heartbeat (services/opening.py) through a long step
+            report(0.1 + 0.2 * n / len(images))
         questions = _questions_for_image(campaign, image, cfg, phrases)
         if open_ids is not None and image.pk not in open_ids:
             for question in questions:
@@ -117,7 +120,10 @@ def questions_open(*, campaign: Campaign, progress: Callable[[float], None] | No
     for start in range(0, len(rows), OPEN_BATCH):
         Question.objects.bulk_create(rows[start:start + OPEN_BATCH], batch_size=2000, ignore_conflicts=True)
         report(0.3 + 0.65 * min(1.0, (start + OPEN_BATCH) / len(rows)))
-    campaign_status_set(campaign=campaign, status=Campaign.Status.OPEN)
+    with transaction.atomic():  # closed meanwhile (a lost worker's claim let a close through): stays closed
+        current = Campaign.objects.select_for_update().only("status").get(pk=campaign.pk).status
+        if current != Campaign.Status.CLOSED:
+            campaign_status_set(campaign=campaign, status=Campaign.Status.OPEN)
     revision_bump(campaign_ids=[campaign.pk])
     total = Question.objects.filter(campaign=campaign, is_gold=False).count()
     return {"questions_created": len(rows), "questions": total}
@@ -158,6 +164,11 @@ def campaign_annotation_transition(*, campaign: Campaign, action: str) -> Campai
     if campaign.status not in allowed:
         raise ConflictError(f"Cannot {action} a campaign that is {campaign.status}.",
                             errors={"status": [f"is {campaign.status}"]})
+    if target == Campaign.Status.CLOSED:
+        running = opening_running(campaign)
+        if running is not None:  # its worker would set it open when done
+            raise ConflictError(f"Cannot close the campaign while it is being opened. {running['detail']}",
+                                errors={"status": ["being opened by a worker"]})
     campaign = campaign_status_set(campaign=campaign, status=target)
     if target == Campaign.Status.CLOSED:
         demographics_release_at_close(campaign=campaign)  # the release rule decides (docs/security.md)

@@ -108,6 +108,9 @@ COMPARE_MAX_DRAWS = env_int("COMPARE_MAX_DRAWS", 20_000)
 # progress); options that would cost more than REQUEST_WORKER_MAX_S even there are a 400 naming them.
 REQUEST_WORK_BUDGET_S = env_float("REQUEST_WORK_BUDGET_S", 5.0)
 REQUEST_WORKER_MAX_S = env_float("REQUEST_WORKER_MAX_S", 600.0)
+# A campaign opened by a worker (annotation/services/opening.py) whose worker wrote no progress for this
+# long is taken as lost: the next open request queues a new worker (the lost one, if it ever runs, stops).
+CAMPAIGN_OPEN_STALE_S = env_float("CAMPAIGN_OPEN_STALE_S", 120.0)
 # Validate every built report against its JSON Schema (metrics/sections/schema.py); on in the tests.
 REPORT_SCHEMA_CHECK = env_bool("REPORT_SCHEMA_CHECK", False)
 # Outbound requests to URLs from outside the code (common/outbound.py): private, loopback and

@@ -30,8 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
-from .annotator_alpha import AnswerPairs, answer_pairs
-from .annotator_permutations import LinearParts, LinearStatistic, annotator_sums, permuted_differences
+from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences, permuted_studentized
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
@@ -123,7 +122,7 @@ def pst_headline(choices: Sequence[str], stereotypes: ArrayLike, settings: Array
     if unit != "answer":
         return stat
     weights = np.stack([s_tab[:, :k] * w_tab[:, :k], w_tab[:, :k]], axis=2)
-    return LinearStatistic(stat, LinearParts(np.where(keep, idx, -1), weights, n, finish))
+    return LinearStatistic(stat, LinearParts(np.where(keep, idx, -1), weights, n, finish, ratio_scale=100.0))
 
 
 def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLike, settings: ArrayLike,
@@ -187,66 +186,13 @@ def alpha_stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
 
 class HeadlineWithAlpha:
     """``concatenate([headline(counts), alpha_stat(counts)])``: the annotators section's statistic. With
-    an answer-level headline (a :class:`LinearStatistic`) the permutation test runs vectorised; the
-    answers' pairs for alpha (:func:`~metrics.core.annotator_alpha.answer_pairs`) are built on the
-    first test and kept for the next ones on the same answer arrays (every pair of groups)."""
+    an answer-level headline (a :class:`LinearStatistic`) the permutation test runs vectorised."""
 
     def __init__(self, headline: Statistic) -> None:
         self.headline = headline
-        self._shared: _Shared | None = None
-
-    def shared(self, sources: tuple[object, ...], n_questions: int, n_choices: int) -> _Shared:
-        """What every pair of groups tested on these answers shares (built on the first test);
-        ``sources``: the answer arrays the caller passed, compared by identity."""
-        cached = self._shared
-        if cached is None or len(cached.sources) != len(sources) or not all(
-                a is b for a, b in zip(cached.sources, sources, strict=True)):
-            cached = self._shared = _Shared.build(self, sources, n_questions, n_choices)
-        return cached
 
     def __call__(self, counts: NDArray[np.int64]) -> NDArray[np.float64]:
         return np.concatenate([self.headline(counts), alpha_stat(counts)])
-
-
-@dataclass
-class _Shared:
-    """Per answer set: annotator ids and each answer's annotator index, the answers' pairs for alpha,
-    every annotator's headline sums, and each group's observed statistic once computed."""
-
-    sources: tuple[object, ...]
-    q: NDArray[np.int64]
-    who: NDArray[np.int64]
-    code: NDArray[np.int64]
-    ids: NDArray[np.int64]
-    pairs: AnswerPairs
-    sums: NDArray[np.float64]
-    n_questions: int
-    n_choices: int
-    observed: dict[tuple[int, ...], NDArray[np.float64]]
-
-    @classmethod
-    def build(cls, stat: HeadlineWithAlpha, sources: tuple[object, ...], n_questions: int, n_choices: int) -> _Shared:
-        q, who, code = (np.asarray(a, dtype=np.int64) for a in sources)
-        ids, who_idx = np.unique(who, return_inverse=True)
-        idx = who_idx.reshape(-1).astype(np.intp)
-        assert isinstance(stat.headline, LinearStatistic)
-        return cls(sources, q, who, code, ids, answer_pairs(q, idx, code, n_questions, max(1, n_choices), ids.size),
-                   annotator_sums(stat.headline.parts, q, code, idx, ids.size + 1), n_questions, n_choices, {})
-
-    def index(self, annotators: NDArray[np.int64]) -> NDArray[np.intp]:
-        """Each annotator's index (``pairs.n``, a row of zeros, for one without answers)."""
-        if not self.ids.size:
-            return np.full(annotators.size, self.pairs.n, dtype=np.intp)
-        at = np.minimum(np.searchsorted(self.ids, annotators), self.ids.size - 1)
-        return np.where(self.ids[at] == annotators, at, self.pairs.n).astype(np.intp)
-
-    def value(self, group: Sequence[int], statistic: Statistic) -> NDArray[np.float64]:
-        """``statistic`` of the group's answers (the counts of :func:`group_counts`), computed once."""
-        key = tuple(sorted(int(a) for a in group))
-        if key not in self.observed:
-            member = np.isin(self.who, np.asarray(key, dtype=np.int64))
-            self.observed[key] = statistic(group_counts(self.q, self.code, member, self.n_questions, self.n_choices))
-        return self.observed[key]
 
 
 def _fast_parts(statistic: Statistic) -> tuple[LinearParts, bool] | None:
@@ -255,6 +201,23 @@ def _fast_parts(statistic: Statistic) -> tuple[LinearParts, bool] | None:
     if isinstance(statistic, HeadlineWithAlpha) and isinstance(statistic.headline, LinearStatistic):
         return statistic.headline.parts, True
     return None
+
+
+def _studentize(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
+                observed_side: NDArray[np.bool_], sides: NDArray[np.bool_], parts: LinearParts,
+                d_all: NDArray[np.float64], observed: NDArray[np.float64]
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """Replace the ratio headline's columns of the permuted and observed differences by their studentized
+    versions (`permuted_studentized`). A cell whose observed statistic cannot be studentized (a group
+    with fewer than two annotators answering in it) keeps its raw difference; a shuffle that cannot
+    counts as at least as extreme as the observation (conservative)."""
+    t = permuted_studentized(q, code, pos, n_pool, np.vstack([observed_side[None], sides]), parts)
+    n = t.shape[1]
+    ok = np.isfinite(t[0])
+    d_all, compare = d_all.copy(), observed.copy()
+    d_all[:, :n] = np.where(ok, np.where(np.isfinite(t[1:]), t[1:], np.inf), d_all[:, :n])
+    compare[:n] = np.where(ok, t[0], observed[:n])
+    return d_all, compare, n
 
 
 @dataclass(frozen=True)
@@ -266,6 +229,7 @@ class GroupTest:
     difference: NDArray[np.float64]
     p_value: NDArray[np.float64]
     n_perm: int
+    studentized: int = 0  # the first `studentized` statistics were tested on the studentized difference
 
 
 def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int,
@@ -273,13 +237,12 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
                             statistic: Statistic, n_perm: int = 1000, seed: int | None = 0) -> GroupTest:
     """Permutation test of the difference of ``statistic`` between the groups of annotators A and B
     (see the module docstring). Answers of annotators in neither group are ignored."""
+    q = np.asarray(a_qidx, dtype=np.int64)
+    who = np.asarray(a_annotator, dtype=np.int64)
+    code = np.asarray(a_code, dtype=np.int64)
     pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
     if not len(annotators_a) or not len(annotators_b):
         raise ValueError("both groups need at least one annotator")
-    if isinstance(statistic, HeadlineWithAlpha) and isinstance(statistic.headline, LinearStatistic):
-        return _test_shared(statistic, statistic.shared((a_qidx, a_annotator, a_code), n_questions, n_choices),
-                            annotators_a, annotators_b, n_perm, seed)
-    q, who, code = (np.asarray(a, dtype=np.int64) for a in (a_qidx, a_annotator, a_code))
     inside = np.isin(who, pool)
     q, who, code = q[inside], who[inside], code[inside]
     # Answer -> position of its annotator in the pool.
@@ -297,12 +260,17 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
     observed = sa - sb
     rng = np.random.default_rng(seed)
     hits = np.zeros(observed.shape, dtype=np.int64)
+    studentized = 0
     fast = _fast_parts(statistic)
     if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
         sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
         d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
+        compare = observed
+        if fast[0].ratio_scale is not None:  # ratio headlines: the studentized difference (unequal groups)
+            d_all, compare, studentized = _studentize(q, code, pos, pool.size, observed_side, sides, fast[0], d_all,
+                                                      observed)
         with np.errstate(invalid="ignore"):
-            hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
+            hits += (np.abs(d_all) >= np.abs(compare) - 1e-12).sum(axis=0)
         n_loop = 0
     else:
         n_loop = n_perm
@@ -312,30 +280,4 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
             hits += (np.abs(d) >= np.abs(observed) - 1e-12)
     p = (1 + hits) / (n_perm + 1)
     p = np.where(np.isfinite(observed), p, np.nan)
-    return GroupTest(sa, sb, observed, p, n_perm)
-
-
-def _test_shared(statistic: HeadlineWithAlpha, shared: _Shared, annotators_a: Sequence[int],
-                 annotators_b: Sequence[int], n_perm: int, seed: int | None) -> GroupTest:
-    """:func:`permutation_test_groups` for the section's statistic: the same figures, shuffles and
-    p-values, from what every pair of groups on these answers shares (no pass over the answers per pair
-    once both groups were seen)."""
-    pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
-    sa, sb = shared.value(annotators_a, statistic), shared.value(annotators_b, statistic)
-    observed = sa - sb
-    rng = np.random.default_rng(seed)
-    hits = np.zeros(observed.shape, dtype=np.int64)
-    if n_perm > 0:
-        observed_side = np.arange(pool.size) < len(annotators_a)
-        sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
-        idx = shared.index(pool)
-        assert isinstance(statistic.headline, LinearStatistic)
-        empty = np.zeros(0, dtype=np.int64)
-        d_all = permuted_differences(empty, empty, empty.astype(np.intp), pool.size, shared.n_questions,
-                                     shared.n_choices, sides, statistic.headline.parts, True, (shared.pairs, idx),
-                                     shared.sums[idx])
-        with np.errstate(invalid="ignore"):
-            hits += (np.abs(d_all) >= np.abs(observed) - 1e-12).sum(axis=0)
-    p = (1 + hits) / (n_perm + 1)
-    p = np.where(np.isfinite(observed), p, np.nan)
-    return GroupTest(sa, sb, observed, p, n_perm)
+    return GroupTest(sa, sb, observed, p, n_perm, studentized)

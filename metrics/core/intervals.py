@@ -75,7 +75,7 @@ METHODS: dict[str, str] = {
     "pst.micro": "wilson-deff",
     "pst.percent_feminine": "wilson-deff",
     "vlm.average_gender": "wilson-deff",
-    "vlm.neutrality": "bca-cluster",
+    "vlm.neutrality": "neutrality-test-inversion",
     "gep.vector": "newcombe",
     "gep.frequencies": "wilson",
     "gep.score": "gep-test-inversion",

@@ -100,6 +100,13 @@ DOMAIN_RULES: dict[str, DomainRule] = {
             "human-labelled questions, outside the PPI interval's validity domain: their human Wilson / Newcombe "
             "interval is shown (method wilson-human / newcombe-human; valid, conservative for rare attributes)",
         "hybrid.frequency.f005_100human", "coverage 98.5% (MC s.e. 0.6), 400 runs"),
+    # the Neutrality interval by test inversion (metrics.core.vlm): only its upper end can miss a true balance,
+    # so with identities near balance it covers 97-99.5% (bench/README.md section 10, neutrality.*)
+    "pst.gender_balance.neutrality_ci.conservative": DomainRule(
+        1, "{n} of {total} identities have male and female shares within 2 standard errors of each other: near "
+           "balance the Neutrality interval is valid but conservative (wider than a 95% interval needs)",
+        "neutrality.100x10.one_person.balanced", "coverage 99.5% (MC s.e. 0.5), 200 runs; 98.5% at 6 identities "
+        "10 points apart"),
 }
 
 

@@ -58,6 +58,11 @@ from .pst import pst_section
 from .report import register_section
 from .types import AnnotatorsBlock, GepSettingName, PstSettingName
 
+# The tests' statistic (issue 22): a ratio headline (PST STS) is tested on its studentized difference, which
+# keeps the test's size when the groups differ in size and in the spread of their annotators
+# (bench/validity.py annotators.*); the GEP score and alpha on the raw difference.
+STUDENTIZED = "studentized: difference over its annotator-cluster-robust standard error"
+
 
 def _f(x: Any) -> float | None:
     if x is None:
@@ -89,7 +94,7 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str], 
                                 settings, genders[:2], options.gep_tie_policy, unit="answer")
 
     # Headline then alpha; answer-level headlines run the permutations vectorised (annotator_permutations,
-    # annotator_alpha), sharing one pass over the answers between the pairs of groups.
+    # annotator_alpha).
     return HeadlineWithAlpha(headline) if alpha else headline
 
 
@@ -188,7 +193,8 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                 for metric, (r, i) in zip(metric_keys, rows, strict=True):
                     tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(r.a[i]),
                                   "value_b": _f(r.b[i]), "difference": _f(r.difference[i]),
-                                  "p_value": _f(r.p_value[i]), "n_perm": r.n_perm})
+                                  "p_value": _f(r.p_value[i]), "n_perm": r.n_perm,
+                                  "statistic": STUDENTIZED if i < r.studentized else "difference"})
             for metric in metric_keys:
                 family = [t for t in tests if t["metric"] == metric]
                 adjusted = holm([np.nan if t["p_value"] is None else t["p_value"] for t in family])

@@ -19,7 +19,7 @@ def gender_balance(*, images: np.ndarray, identities: np.ndarray, labels: np.nda
                    confidence: float, seed: int) -> dict[str, Any]:
     """Average Gender `(F - M) / (F + M)` (Cannot identify and ties are N/A, counted beside it; Wilson
     interval with the image design effect) and Neutrality (per identity `(min(m, f) + n) / (max(m, f) +
-    m + f + n)`, averaged over identities; BCa over images within each identity) of one setting's
+    m + f + n)`, averaged over identities; interval by test inversion, `metrics.core.vlm.neutrality`) of one setting's
     persons: every PST prompt is gender-neutral (it names identities, never a gender). The report
     computes it for every setting (the single one, one person per image of an identity, is the paper's
     design; in the paired settings each person counts in its own identity, images resampled per identity)."""
@@ -41,6 +41,8 @@ def gender_balance(*, images: np.ndarray, identities: np.ndarray, labels: np.nda
         out["average_gender_ci_method"] = ag["method"]
         out["neutrality_ci"] = interval(*neu["ci"])
         out["neutrality_ci_method"] = neu["method"]
+        # identities whose male and female shares are within 2 s.e.: there the interval is conservative
+        out["neutrality_near_balance"] = neu["near_balance"]
     return out
 
 

@@ -1,9 +1,9 @@
 """Estimated seconds of the report, the comparison and the replication package from their inputs,
 read before any work starts (`common.budget`: inline, worker with 202, or a 400 naming the option).
 
-Per-unit costs measured with `bench/budget_calibrate.py` and `bench/report_scale.py` /
-`bench/package_build.py` (figures and machine in bench/README.md "Request work budget"). They are
-rounded up: a request that the estimate keeps inline should finish well inside the budget.
+Each per-unit cost below names the command, date and figure it was set from (bench/README.md section 12
+has the same table). They are rounded up to about twice the measured figure: a request that the
+estimate keeps inline should finish well inside the budget.
 """
 from __future__ import annotations
 
@@ -19,15 +19,30 @@ from metrics.compare.options import CompareOptions
 from metrics.extract.demographics import demographics_read
 from metrics.options import ReportOptions
 
-# Seconds per unit (see the module docstring).
-REPORT_FIXED_S = 0.2           # a report's queries and sections on an empty campaign
-REPORT_PER_ANSWER_S = 2.0e-6   # extraction, agreement, labels (1M answers: 1.57 s quiet, with 1,000 draws)
-BOOT_PER_IMAGE_DRAW_S = 1.5e-6  # every interval's bootstrap, summed (PST with intervention: the costliest)
-PERM_PER_IMAGE_DRAW_S = 1.0e-6  # the report's PST permutation tests (paired vs single, intervention)
-PAIR_PERM_S = 1.0e-3           # one permutation of one pair of annotator groups: two statistics
-PAIR_PERM_PER_ANSWER_S = 1.0e-7  # ... and its per-answer part (counts of both groups)
-COMPARE_PER_IMAGE_DRAW_S = 2.0e-7  # compare's vectorised resampling, per unit of `compare_work`
-PACKAGE_PER_ANSWER_S = 8.0e-5  # the replication package build (1M answers: 80.6 s on the shared machine)
+# Seconds per unit. "CPU" is the CPU time of the process plus its PostgreSQL backend's, measured on the
+# shared 2-vCPU machine under load (its wall times were 2-5x the CPU times there): the best stand-in
+# for a quiet machine's wall time. Unless said otherwise: `bench/budget_calibrate.py`, two runs on
+# 2026-11-27, 17:23-17:26 and 17:27-17:29 UTC, load average 9-15, the report and compare code of main
+# 899909b (PST calibration campaign: 88 images, 30 / 60 annotators, 4,560 / 9,120 answers, 18 pairs of
+# named groups, 10 groups with their own figures; GEP: the paper's design, 2,560 images, 14,400 answers).
+REPORT_FIXED_S = 0.2           # fixed part 0.05-0.11 s CPU; the whole report at 9,120 answers 0.10-0.17 s CPU
+REPORT_PER_ANSWER_S = 3.0e-6   # 1M answers, default options: 2.47 s quiet wall (bench/report_scale.py, README
+#                                "Today's figures", main 9c74c9a); the small campaigns' slope is noise
+BOOT_PER_IMAGE_DRAW_S = 1.5e-6  # PST (with intervention, Neutrality in every setting): 0.62-0.75 us CPU per
+#                                 image-draw x (1 + groups), 1.6-2.7 us wall loaded
+GEP_BOOT_PER_IMAGE_DRAW_S = 2.0e-7  # GEP: 0.056-0.089 us CPU, 0.16-0.20 us wall loaded
+PERM_PER_IMAGE_DRAW_S = 1.0e-6  # the report's PST tests (PST only): 0.12-0.66 us CPU, 0.63-1.0 us wall loaded
+#                                 (a small difference of two timings: the larger figure, rounded up)
+PAIR_PERM_S = 1.0e-4           # one permutation of one pair of annotator groups: 30-46 us CPU at 4,560
+#                                answers, 41-50 us at 9,120 (77-218 us wall loaded)
+PAIR_PERM_PER_ANSWER_S = 1.0e-8  # ... its per-answer slope: 0.001-0.002 us CPU, 0.005-0.017 us wall loaded
+COMPARE_PER_IMAGE_DRAW_S = 1.0e-8  # per unit of `compare_work`: `bench/compare.py` 17:18-17:21 UTC (load 4.5-5.2),
+#                                    the GEP authors' three models, 10,000 draws: 2.04-2.17 s CPU for
+#                                    3.07e8 image-draws (6.6 ns, extraction included; 7.4-11.0 s wall)
+COMPARE_PER_PAIR_DRAW_S = 3.0e-5  # per pair and draw, whatever the images (rows, BCa, p-values): two PST
+#                                   campaigns of 88 images, 10,000 draws: 0.41-0.44 s CPU (1.0-1.8 s wall loaded)
+PACKAGE_PER_ANSWER_S = 1.0e-5  # the replication package: 1M answers in 6.08 s quiet (bench/package_build.py
+#                                --sizes 1000000, README "Today's figures", main 9c74c9a)
 
 _DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(ReportOptions)}
 
@@ -71,8 +86,9 @@ def report_estimate(campaign: Campaign, options: ReportOptions) -> Estimate:
     `n_perm` (the PST tests and the annotators section's tests between every pair of named groups)."""
     shape = annotator_pairs(campaign, min_group=options.min_group)
     images = _images(campaign)
-    boot = options.n_boot * images * BOOT_PER_IMAGE_DRAW_S * (1 + shape.groups)
-    perm = options.n_perm * (images * PERM_PER_IMAGE_DRAW_S
+    pst = campaign.kind == Campaign.Kind.PST  # GEP's bootstrap is cheaper, and it has no image-level tests
+    boot = options.n_boot * images * (BOOT_PER_IMAGE_DRAW_S if pst else GEP_BOOT_PER_IMAGE_DRAW_S) * (1 + shape.groups)
+    perm = options.n_perm * ((images * PERM_PER_IMAGE_DRAW_S if pst else 0.0)
                              + shape.pairs * (PAIR_PERM_S + shape.answers * PAIR_PERM_PER_ANSWER_S))
     raised = {name for name in ("n_boot", "n_perm") if getattr(options, name) > _DEFAULTS[name]}
     if options.min_group < _DEFAULTS["min_group"]:
@@ -85,12 +101,21 @@ REPORT_HINTS = {"n_boot": "ask for fewer draws (n_boot)",
                 "n_perm": "ask for fewer permutations (n_perm=0 skips the tests) or a larger min_group"}
 
 
+def compare_seconds(*, answers: int, work: int, pairs: int, draws: int) -> tuple[float, float]:
+    """(data, draws) seconds of a comparison's tests: one extraction of `answers`; `work` image-draws
+    (`compare_work`) and `pairs` x `draws` of per-pair work."""
+    return report_data_s(answers), work * COMPARE_PER_IMAGE_DRAW_S + pairs * draws * COMPARE_PER_PAIR_DRAW_S
+
+
 def compare_estimate(*, campaigns: list[Campaign], compare: CompareOptions, work: int) -> Estimate:
     """The comparison's tests: its data (one extraction per campaign) and `draws` (`work` is
-    `metrics.compare.services.compare_work`: 2 x draws x images over the pairs)."""
+    `metrics.compare.services.compare_work`: 2 x draws x images over the pairs; plus each pair's own
+    work per draw)."""
     answers = sum(c.answers.count() for c in campaigns)
+    pairs = 0 if not work else 1 if compare.settings else len(list(combinations(campaigns, 2)))
+    data, draws = compare_seconds(answers=answers, work=work, pairs=pairs, draws=compare.draws)
     raised = frozenset({"draws"} if compare.draws > CompareOptions.draws else set())
-    return Estimate(data=report_data_s(answers), options={"draws": work * COMPARE_PER_IMAGE_DRAW_S}, raised=raised)
+    return Estimate(data=data, options={"draws": draws}, raised=raised)
 
 
 COMPARE_HINTS = {"draws": "ask for fewer draws, or compare fewer campaigns at once"}

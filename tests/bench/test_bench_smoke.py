@@ -83,6 +83,13 @@ def test_report_scale_smoke(bench_database_url: str) -> None:
     assert pst["pst_paired"] is not None and pst["report_s"] > 0
 
 
+def test_import_steps_smoke(bench_database_url: str) -> None:
+    lines = run("import_steps.py", "--rows", "30", "--explain", url=bench_database_url, ok_line=False)
+    text = "\n".join(lines)
+    assert "30 rows, 300 answers (300 in the file)" in text, text[-2000:]
+    assert text.count("--- EXPLAIN INSERT INTO") == 2 and "COMMIT (deferred FK checks)" in text, text[-2000:]
+
+
 def test_profile_hit_smoke(bench_database_url: str) -> None:
     lines = run("profile_hit.py", "--annotators", "3", "--cycles", "5", "--lines", "3", "--questions", "600",
                 url=bench_database_url, ok_line=False)

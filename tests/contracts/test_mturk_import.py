@@ -1,7 +1,8 @@
 """Contract: the MTurk batch import writes the same database state whether its rows go in by COPY with
-sequence-reserved ids (the PostgreSQL fast path `mturk_import`) or by bulk_create (the portable twin,
-what SQLite runs). Each twin imports the same file into the same state (a savepoint rolled back in
-between); the states are compared by natural keys (ids differ: sequences do not roll back).
+sequence-reserved ids (the PostgreSQL fast path `mturk_import`; its foreign keys checked in bulk or by
+the per-row triggers) or by bulk_create (the portable twin, what SQLite runs). Each twin imports the
+same file into the same state (a savepoint rolled back in between); the states are compared by natural
+keys (ids differ: sequences do not roll back).
 
 The file has what an export can have: Approved, Submitted and Rejected (skipped) rows, two campaigns
 in one file, a worker who is already an annotator, one whose `mturk-<id>` username is taken, a
@@ -151,3 +152,18 @@ def test_copy_and_bulk_create_write_the_same_state(researcher: User) -> None:
     assert all(r[-1] for k in ("assignments", "records", "answers") for r in portable[k])
     assert {r[5] for r in fast["assignments"]} == {"0.05", "0.10"} and {r[3] for r in fast["assignments"]} == {
         "approved", "pending"}
+
+
+def test_bulk_reference_check_writes_what_the_per_row_triggers_write(researcher: User,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path checks the rows' foreign keys in bulk (annotation/services/staged.py) when the role
+    may; with the per-row triggers instead it stores the same state."""
+    from annotation.services import staged
+
+    campaigns = _campaigns(researcher)
+    data = _batch(campaigns)
+    bulk_result, bulk = _import(campaigns, data, fast=True)
+    monkeypatch.setattr(staged, "REFERENCES_CHECKED_IN_BULK", False)
+    per_row_result, per_row = _import(campaigns, data, fast=True)
+    assert bulk_result == per_row_result and bulk == per_row
+    assert len(bulk["answers"]) == bulk_result["answers"] > 0 and len(bulk["items"]) == len(bulk["answers"])

@@ -51,3 +51,17 @@ def test_rules_match_the_thresholds_the_sections_use() -> None:
     (w,) = log.as_list()
     assert w["path"] == "hybrid.x.neutral" and w["message"].startswith("2 of 8 frequencies")
     assert "98.5%" in w["message"]
+
+
+def test_neutrality_interval_near_balance_is_flagged_conservative() -> None:
+    from metrics.sections.pst import _flag_neutrality
+
+    def flagged(near: int) -> list[str]:
+        with collecting() as log:
+            _flag_neutrality("single", near, 40)
+        return [w["message"] for w in log.as_list() if w["path"] == "pst.gender_balance.single.neutrality_ci"]
+
+    (few,) = flagged(6)
+    assert few.startswith("6 of 40 identities") and "conservative" in few
+    assert "neutrality.100x10.one_person.balanced" in few and "99.5%" in few
+    assert flagged(0) == []

@@ -103,9 +103,11 @@ def test_pst_table14_reproduced(researcher: User, pst_ref: dict[str, Any]) -> No
     flagged = [w for w in report["warnings"] if not w["path"].startswith("pst.gender_balance.")]
     assert [w["path"] for w in flagged] == ["pst.gap.micro_ci", "amplification.labor_statistics.ttest"]
     assert "40 of 40 identities" in flagged[0]["message"]
-    # and every Neutrality interval states its measured coverage
-    assert [w["path"] for w in report["warnings"] if w not in flagged] == [
-        "pst.gender_balance.single.neutrality_ci", "pst.gender_balance.paired.neutrality_ci"]
+    # and a Neutrality interval (test inversion) is flagged conservative exactly where identities are near balance
+    near = [f"pst.gender_balance.{k}.neutrality_ci" for k in ("single", "paired")
+            if pst["gender_balance"][k]["neutrality_near_balance"] >= 1]
+    assert [w["path"] for w in report["warnings"] if w not in flagged] == near
+    assert pst["gender_balance"]["single"]["neutrality_ci_method"] == "neutrality-test-inversion"
     # 2-1 majorities on every third question: agreement is high but not perfect.
     agreement = report["agreement"]["overall"]
     assert 0.3 < agreement["fleiss_kappa"] < 0.95 and agreement["answers"] == 3 * 1720

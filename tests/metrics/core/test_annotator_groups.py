@@ -129,3 +129,33 @@ def test_groups_that_answer_alike_are_not_detected():
     assert t.a[0] == pytest.approx(stat(counts)[0])
     with pytest.raises(ValueError):
         permutation_test_groups(q, who, code, n_q, 3, women, [], stat)
+
+
+def test_answer_level_sts_is_tested_on_its_studentized_difference():
+    from metrics.core.annotator_permutations import permuted_studentized
+
+    rng = np.random.default_rng(5)
+    n_q, n_ann = 30, 14
+    q = np.concatenate([rng.choice(n_q, size=4 + 2 * j, replace=False) for j in range(n_ann)])
+    who = np.concatenate([np.full(4 + 2 * j, j) for j in range(n_ann)])
+    code = rng.integers(0, 3, q.size)
+    stereotypes = rng.choice(["feminine", "masculine"], n_q)
+    stat = pst_headline(PST_CHOICES, stereotypes, np.array(["single"] * n_q), ["single"], "paper", unit="answer")
+    a, b = list(range(4)), list(range(4, n_ann))
+    t = permutation_test_groups(q, who, code, n_q, 3, a, b, stat, n_perm=300, seed=3)
+    assert t.studentized == 1 and 0.0 < t.p_value[0] <= 1.0
+    # The studentized difference by hand: per annotator y = 100 * sum of Stereo, x = counted answers.
+    s, w = pst.stereo_weights(np.array(PST_CHOICES, dtype=object)[code], stereotypes[q], "paper")
+    y = np.bincount(who, weights=s * w, minlength=n_ann)
+    x = np.bincount(who, weights=w, minlength=n_ann)
+
+    def ratio_var(group: list[int]) -> tuple[float, float]:
+        r = y[group].sum() / x[group].sum()
+        g = len(group)
+        return 100 * r, 100**2 * g / (g - 1) * ((y[group] - r * x[group]) ** 2).sum() / x[group].sum() ** 2
+
+    (ra, va), (rb, vb) = ratio_var(a), ratio_var(b)
+    side = np.arange(n_ann) < 4
+    got = permuted_studentized(q, code, who.astype(np.intp), n_ann, side[None], stat.parts)
+    assert got[0, 0] == pytest.approx((ra - rb) / np.sqrt(va + vb))
+    assert t.difference[0] == pytest.approx(ra - rb)  # the reported difference stays the raw one

@@ -1,14 +1,16 @@
-"""Coverage of the Neutrality interval (BCa over images within each identity, `metrics.core.vlm`) on
-simulated settings with a known truth, at a CI-sized number of seeded runs.
+"""Coverage of the Neutrality interval (test inversion, its noise from a bootstrap over images within
+each identity, `metrics.core.vlm`) on simulated settings with a known truth, at a CI-sized number of
+seeded runs.
 
 Each identity p has answer probabilities (male, female, neutral); its true Neutrality is
 `(min(m, f) + n) / (max(m, f) + 1)` and the truth of the setting the mean over identities. Designs: one
 person per image (the single setting), and two persons of one identity per image that share the
 image's tendency (clustered, like the persons of a paired image): the interval resamples images, so it
 must hold its coverage there too. Runs are seeded; 95% intervals always hold their estimate and cover
-the truth in 90-98% of the runs (400 runs: a binomial standard error of 1.1 points). Measured over 1,500
-runs: 92.3% (40 images per identity, one person) and 91.7% (30 images, two persons): at these sizes the
-interval is slightly liberal, the same before and after the vectorised bootstrap (bench/README.md §12).
+the truth in 90-98% of the runs (400 runs: a binomial standard error of 1.1 points). The cluster BCa
+interval it replaced covered 92.3% (40 images per identity, one person) and 91.7% (30 images, two
+persons) over 1,500 runs, and far less with many balanced identities; the full grid of designs is
+bench/validity_cells/neutrality.py (bench/README.md section 10).
 """
 from __future__ import annotations
 
@@ -51,6 +53,6 @@ def test_neutrality_interval_covers_the_truth(images: int, persons: int) -> None
         lo, hi = res["ci"]
         covered += lo <= truth <= hi
         holds += lo <= res["neutrality"] <= hi
-        assert res["method"] == "bca-cluster"
+        assert res["method"] == vlm.NEUTRALITY_METHOD
     assert holds == RUNS
     assert 0.90 <= covered / RUNS <= 0.98, covered / RUNS

@@ -58,7 +58,7 @@ def test_neutrality_value_has_the_properties_section_4_2_states() -> None:
     assert math.isnan(float(vlm.neutrality_value(0, 0, 0)))
 
 
-def test_neutrality_is_the_mean_over_groups_with_a_bootstrap_interval() -> None:
+def test_neutrality_is_the_mean_over_groups_with_a_test_inversion_interval() -> None:
     groups = np.array(["nurse"] * 10 + ["pilot"] * 10)
     labels = np.array(["Cannot identify"] * 10 + ["Masculine"] * 6 + ["Feminine"] * 2 + ["Cannot identify"] * 2)
     res = vlm.neutrality(groups, labels, n_boot=1000, seed=1)
@@ -67,4 +67,4 @@ def test_neutrality_is_the_mean_over_groups_with_a_bootstrap_interval() -> None:
     assert res["neutrality"] == pytest.approx((1.0 + pilot) / 2)
     assert res["pooled"] == pytest.approx((2 + 12) / (6 + 20))
     assert res["ci"][0] <= res["neutrality"] <= res["ci"][1] and res["ci"][1] <= 1.0
-    assert res["method"] == "bca-cluster"
+    assert res["method"] == "neutrality-test-inversion"
