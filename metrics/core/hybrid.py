@@ -56,10 +56,22 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
-__all__ = ["METHODS", "ppi_difference", "ppi_mean", "ppi_ratio", "ppi_statistic"]
+__all__ = ["BLOCK_METHODS", "METHODS", "ppi_difference", "ppi_mean", "ppi_ratio", "ppi_statistic"]
 
 METHODS = {"frequency": "ppi-mean", "ratio": "ppi-ratio-delta", "gep.vector": "ppi-mean-difference",
            "gep.score": "ppi-gep-test-inversion"}
+
+# The interval method of a result's `human_only` and `machine_only` blocks, by the result's `method`
+# (issue 22: every figure carries its method): the classical counterpart of each hybrid method.
+BLOCK_METHODS: dict[str, tuple[str, str]] = {
+    "ppi-mean": ("classical-mean", "classical-mean"),
+    "ppi-ratio-delta": ("classical-ratio-delta", "classical-ratio-delta"),
+    "ppi-mean-difference": ("classical-mean-difference", "classical-mean-difference"),
+    "ppi-gep-test-inversion": ("gep-test-inversion", "gep-test-inversion"),
+    "ppboot": ("classical-bootstrap", "classical-bootstrap"),
+    "wilson-human": ("wilson", "classical-mean"),
+    "newcombe-human": ("newcombe", "classical-mean-difference"),
+}
 
 
 def _f(x: Any) -> float | None:
@@ -74,10 +86,11 @@ def _pair(lo: Any, hi: Any) -> list[float | None]:
 
 
 def _empty(method: str) -> dict[str, Any]:
+    human_method, machine_method = BLOCK_METHODS.get(method, (method, method))
     none = {"estimate": None, "ci": [None, None], "n": 0}
     return {"estimate": None, "ci": [None, None], "method": method, "lambda": None, "n_human": 0, "n_machine": 0,
-            "human_only": dict(none), "machine_only": dict(none), "effective_human_labels": None,
-            "human_labels_saved": None}
+            "human_only": {**none, "method": human_method}, "machine_only": {**none, "method": machine_method},
+            "effective_human_labels": None, "human_labels_saved": None}
 
 
 def _saved(n: int, human_ci: Sequence[Any], hybrid_ci: Sequence[Any]) -> tuple[float | None, float | None]:
@@ -95,10 +108,12 @@ def _saved(n: int, human_ci: Sequence[Any], hybrid_ci: Sequence[Any]) -> tuple[f
 def _result(method: str, est: Any, ci: Sequence[Any], lam: Any, n: int, big_n: int, human: tuple[Any, Any],
             machine: tuple[Any, Any], n_machine_all: int) -> dict[str, Any]:
     eff, saved = _saved(n, human[1], ci)
+    human_method, machine_method = BLOCK_METHODS.get(method, (method, method))
     return {"estimate": _f(est), "ci": _pair(*ci), "method": method, "lambda": _f(lam), "n_human": int(n),
             "n_machine": int(big_n),
-            "human_only": {"estimate": _f(human[0]), "ci": _pair(*human[1]), "n": int(n)},
-            "machine_only": {"estimate": _f(machine[0]), "ci": _pair(*machine[1]), "n": int(n_machine_all)},
+            "human_only": {"estimate": _f(human[0]), "ci": _pair(*human[1]), "n": int(n), "method": human_method},
+            "machine_only": {"estimate": _f(machine[0]), "ci": _pair(*machine[1]), "n": int(n_machine_all),
+                             "method": machine_method},
             "effective_human_labels": eff, "human_labels_saved": saved}
 
 

@@ -100,6 +100,28 @@ DOMAIN_RULES: dict[str, DomainRule] = {
             "human-labelled questions, outside the PPI interval's validity domain: their human Wilson / Newcombe "
             "interval is shown (method wilson-human / newcombe-human; valid, conservative for rare attributes)",
         "hybrid.frequency.f005_100human", "coverage 98.5% (MC s.e. 0.6), 400 runs"),
+    # the human GEP intervals at sparse attributes (few present questions for a gender): Wilson, Newcombe and
+    # the score's test inversion hold their level but cover more than 97% there
+    "gep.sparse.conservative": DomainRule(
+        10, "{n} of {total} attributes have fewer than {threshold:g} present questions for a gender: their "
+            "frequency (Wilson) and vector (Newcombe) intervals and the GEP score's test inversion are valid but "
+            "conservative there",
+        "gep.score.r3_mixed_sparse_100img",
+        "coverage 98.3% (MC s.e. 0.7), 400 runs; Newcombe components 98.8-99.0% at 40 images per gender"),
+    # compare's GEP vector components with few present questions: the BCa interval of the difference
+    # under-covers (as a bootstrap over few counts does) and the studentized test sits at its size limit
+    "compare.gep.vector.sparse": DomainRule(
+        10, "{n} of {total} vector components have fewer than {threshold:g} present questions in a gender on a "
+            "side: their difference interval (BCa) under-covers and their test is at its size limit there",
+        "compare.gep.vector.bca.same_sparse_40v400", "coverage 85.0% (MC s.e. 2.5), 200 runs; test size 7.5%"),
+    # compare's GEP score difference between two sides whose vectors differ in precision: each score's
+    # upward bias near 0 differs, so the difference, its BCa interval and its test are biased
+    "compare.gep.score.unequal_precision": DomainRule(
+        1.5, "the two sides' GEP vector components differ in precision (mean standard errors {ratio:.1f} times "
+             "apart, flagged above {threshold:g}): the score difference, its interval and its test are biased by "
+             "the scores' different upward bias near 0; read the vector components' tests",
+        "compare.gep.score.permutation.small_noisy_40v400",
+        "size 12.5% (MC s.e. 2.3) with the studentized test, 200 runs; 43.5% with the raw one"),
     # the Neutrality interval by test inversion (metrics.core.vlm): only its upper end can miss a true balance,
     # so with identities near balance it covers 97-99.5% (bench/README.md section 10, neutrality.*)
     "pst.gender_balance.neutrality_ci.conservative": DomainRule(
@@ -107,6 +129,13 @@ DOMAIN_RULES: dict[str, DomainRule] = {
            "balance the Neutrality interval is valid but conservative (wider than a 95% interval needs)",
         "neutrality.100x10.one_person.balanced", "coverage 99.5% (MC s.e. 0.5), 200 runs; 98.5% at 6 identities "
         "10 points apart"),
+    # the annotators section's studentized STS test: 8.0% at 5% with 5 annotators against 160 whose leans
+    # differ in spread (the raw difference: 26%); 3.3-4.3% when annotators are exchangeable
+    "annotators.tests.small_group": DomainRule(
+        20, "group(s) {groups} have fewer than {threshold:g} annotators (fewest {fewest}): where the groups' "
+            "annotators differ in spread, not only in mean, their tests reject somewhat more often than the stated "
+            "level (approximate p-values)",
+        "annotators.sts.weak_null.5_vs_160", "size 8.0% (MC s.e. 1.9), 200 runs"),
 }
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from campaigns.spec import GEP_SETTINGS
 from metrics.core import gep
+from metrics.core.report_warnings import DOMAIN_RULES, flag_domain
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
@@ -46,6 +47,17 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
     return section
 
 
+def _flag_sparse(setting: str, section: GepSetting) -> None:
+    """Attributes with few present questions for a gender: their Wilson / Newcombe intervals and the score's
+    test inversion are valid but conservative there (bench/validity.py gep.*; DOMAIN_RULES)."""
+    rule = DOMAIN_RULES["gep.sparse.conservative"]
+    counts = section["counts"]
+    attrs = sorted({a for row in counts.values() for a in row})
+    few = [a for a in attrs if min(row.get(a, {}).get("present", 0) for row in counts.values()) < rule.threshold]
+    if few:
+        flag_domain("gep.sparse.conservative", f"gep.{setting}", n=len(few), total=len(attrs))
+
+
 def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
                 seed: int) -> GepBlock:
     design = data.campaign.spec["design"]
@@ -64,6 +76,8 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         if not mask.any():
             continue
         section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed)
+        if "score_ci" in section:
+            _flag_sparse(str(setting), section)
         names = template_labels(templates[mask])
         if len(names) > 1:  # several prompt templates: every figure per template, and their mean
             section["by_template"] = {}

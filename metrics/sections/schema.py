@@ -50,6 +50,24 @@ PST_SETTING = _section(
      "runs_mean_ci_method": {"type": "string"}, "runs_ci_note": {"type": "string"},
      "without_undetermined": OBJECT, "paper_formula": OBJECT, "by_template": OBJECT, "template_mean": OBJECT})
 
+# A hybrid estimate (metrics.core.hybrid): the prediction-powered figure and, beside it, the human-only and
+# machine-only figures, each with the interval method it was computed by (issue 22: every figure its method).
+HYBRID_PART = _section("The human-only or machine-only figure of a hybrid estimate.",
+                       {"estimate": NUMBER, "ci": INTERVAL, "n": {"type": "integer"}, "method": {"type": "string"}})
+HYBRID_ESTIMATE = _section(
+    "One hybrid (prediction-powered) estimate with its human-only and machine-only counterparts.",
+    {"estimate": NUMBER, "ci": INTERVAL, "method": {"type": "string"}, "human_only": HYBRID_PART,
+     "machine_only": HYBRID_PART},
+    {"lambda": NUMBER, "n_human": {"type": "integer"}, "n_machine": {"type": "integer"},
+     "effective_human_labels": NUMBER, "human_labels_saved": NUMBER, "sparse": {"type": "boolean"}})
+HYBRID_ESTIMATES = {"type": "object", "additionalProperties": HYBRID_ESTIMATE}
+HYBRID_SETTING = {"type": "object", "description": "The hybrid estimates of one setting.", "properties": {
+    "score": HYBRID_ESTIMATE, "overall": HYBRID_ESTIMATE, "vector": HYBRID_ESTIMATES, "micro": HYBRID_ESTIMATES,
+    "percent_feminine": HYBRID_ESTIMATES, "frequencies": {"type": "object", "additionalProperties": HYBRID_ESTIMATES}}}
+HYBRID_LABELLER = {"type": "object", "description": "One labeller's hybrid estimates, one entry per setting.",
+                   "properties": {"sample": OBJECT, "methods": OBJECT, "confidence": NUMBER},
+                   "additionalProperties": HYBRID_SETTING}
+
 GEP_SETTING = _section(
     "GEP of one setting (neutral, explicit): the score, the attribute vector and the frequencies.",
     {"score": NUMBER, "vector": OBJECT, "frequencies": OBJECT, "images": {"type": "integer"},
@@ -118,7 +136,8 @@ SECTIONS: dict[str, dict[str, Any]] = {
         {"name": {"type": "string"}, "kind": {"enum": ["machine", "hybrid"]}, "labeller": {"type": "string"}},
         {"model": {"type": ["string", "null"]}, "questions_labelled": {"type": "integer"}}),
     "auto": {"type": "object", "description": "Per machine labeller: its agreement with the human majority."},
-    "hybrid": {"type": "object", "description": "Per machine labeller: prediction-powered (hybrid) estimates."},
+    "hybrid": {"type": "object", "description": "Per machine labeller: prediction-powered (hybrid) estimates.",
+               "additionalProperties": HYBRID_LABELLER},
     "clipscore": {"type": "object", "description": "GEP with a machine source: CLIPScore per setting."},
     "warnings": {"type": "array", "description": "Figures or sections left out or flagged, and why.",
                  "items": {"type": "object", "required": ["path", "message"], "additionalProperties": False,

@@ -28,6 +28,8 @@ from common.errors import ApplicationError
 from metrics.compare.options import CompareOptions
 from metrics.core import agreement_subsets
 from metrics.core.amplification import compare_amplification
+from metrics.core.gep import attribute_frequencies
+from metrics.core.report_warnings import DOMAIN_RULES, WarningLog, collecting, flag_domain
 from metrics.core.significance import Difference, compare_gep, compare_pst, compare_pst_gap
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
@@ -96,6 +98,38 @@ class _Side:
                 "labels": self.labels[m]}
 
 
+def gep_noise(side: dict[str, np.ndarray], genders: list[str], attributes: list[str], tie_policy: str) -> float:
+    """Mean binomial standard error of a side's GEP vector components (0 when none is defined)."""
+    fr = attribute_frequencies(side["genders"], side["attributes"], side["labels"], genders, attributes,
+                               tie_policy)  # type: ignore[arg-type]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = fr.freq * (1 - fr.freq) / fr.total
+        se = np.sqrt(var[0] + var[1])
+    return float(np.nanmean(se)) if np.isfinite(se).any() else 0.0
+
+
+def _flag_gep_score(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], genders: list[str],
+                    attributes: list[str], tie_policy: str) -> None:
+    """The GEP score difference of two sides whose vectors differ in precision is biased (bench/validity.py
+    compare.gep.score.*): flagged (`DOMAIN_RULES["compare.gep.score.unequal_precision"]`)."""
+    noise = sorted(gep_noise(x, genders, attributes, tie_policy) for x in (a, b))
+    rule = DOMAIN_RULES["compare.gep.score.unequal_precision"]
+    if noise[0] > 0 and noise[1] / noise[0] > rule.threshold:
+        flag_domain("compare.gep.score.unequal_precision", f"{section}.score", ratio=noise[1] / noise[0])
+
+
+def _flag_gep_sparse(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], genders: list[str],
+                     attributes: list[str], tie_policy: str) -> None:
+    """Vector components with few present questions in a gender on either side: their BCa difference interval
+    under-covers and their test is at its size limit (bench/validity.py compare.gep.vector.*)."""
+    rule = DOMAIN_RULES["compare.gep.vector.sparse"]
+    present = [attribute_frequencies(x["genders"], x["attributes"], x["labels"], genders, attributes,
+                                     tie_policy).present.min(axis=0) for x in (a, b)]  # type: ignore[arg-type]
+    few = int((np.minimum(*present) < rule.threshold).sum())
+    if few:
+        flag_domain("compare.gep.vector.sparse", f"{section}.vector", n=few, total=len(attributes))
+
+
 def _pst_rows(section: str, res: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [_row(section, "overall", "", None, res["overall"])]
     rows += [_row(section, "group", g, None, d) for g, d in sorted(res["groups"].items())]
@@ -109,6 +143,7 @@ def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str
     rows: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     notes: dict[str, Any] = {}
+    log = WarningLog()  # figures outside their validity domain (`warnings`, as the report's)
     kind = a.data.campaign.kind
     pairs = ([(a.setting, b.setting)] if a.setting and b.setting else
              [(s, s) for s in (PST_SETTINGS if kind == PST else GEP_SETTINGS) if s in a.settings() & b.settings()])
@@ -124,6 +159,9 @@ def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str
                 genders = [g["name"] for g in a.data.campaign.spec["design"]["genders"]][:2]
                 attrs = sorted(set(a.gep(sa)["attributes"].tolist()) & set(b.gep(sb)["attributes"].tolist()))
                 res = compare_gep(a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy, **kw)
+                with collecting(log):
+                    _flag_gep_score(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
+                    _flag_gep_sparse(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
                 rows.append(_row(section, "score", "", None, res["score"]))
                 rows += [_row(section, "vector", x, f"{section}.vector", d) for x, d in sorted(res["vector"].items())]
         except ValueError as exc:  # e.g. no image of a gender on one side
@@ -137,7 +175,7 @@ def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str
             skipped.append({"section": "pst.gap", "reason": str(exc)})
     if kind == PST and not a.setting:
         rows += _amplification_rows(a, b, kw, skipped)
-    return {"rows": rows, "skipped": skipped, "only_one_side": notes}
+    return {"rows": rows, "skipped": skipped, "only_one_side": notes, "warnings": log.as_list()}
 
 
 def _references(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -198,7 +236,8 @@ def significance(datas: list[CampaignData], report_options: ReportOptions, optio
             "gep_tie_policy": report_options.gep_tie_policy,
             "difference": "A minus B (A: the first campaign or setting of the pair)",
             "ci_method": "bca-cluster: BCa bootstrap of the difference, images resampled within each side and stratum",
-            "p_value": "two-sided permutation test, (1 + #{|D_perm| >= |D_obs|}) / (draws + 1)",
+            "p_value": ("two-sided studentized permutation test: D over its delta-method image-cluster standard "
+                        "error (Welch-type, recomputed on every shuffle), (1 + #{|T_perm| >= |T_obs|}) / (draws + 1)"),
             "holm": "per pair and section over the per-identity / per-attribute / per-template family (statsmodels)",
             "comparisons": comparisons}
 

@@ -32,10 +32,9 @@ def interval_violations(node: Any, path: str = "") -> list[str]:
                     if not ci[0] - 1e-9 <= est <= ci[1] + 1e-9:
                         bad.append(f"{where}: {est} outside {ci}")
             elif key == "ci":
-                # `ci_method`, or the hybrid shape's `method` beside `estimate` and `ci`; a hybrid result's
-                # `human_only` / `machine_only` blocks take theirs from the report's `methods`
-                if "ci_method" not in node and "method" not in node and path.rsplit(".", 1)[-1] not in (
-                        "human_only", "machine_only"):
+                # `ci_method`, or the hybrid shape's `method` beside `estimate` and `ci` (a hybrid result's
+                # `human_only` / `machine_only` blocks too: issue 22, every figure carries its method)
+                if "ci_method" not in node and "method" not in node:
                     bad.append(f"{here}: no ci_method")
                 est = node.get("estimate")
                 if isinstance(est, (int, float)) and isinstance(value, list) and len(value) == 2 and None not in value:

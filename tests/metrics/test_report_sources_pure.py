@@ -77,3 +77,33 @@ def test_hybrid_keeps_human_ties_and_machine_failures_with_the_reports_coding() 
     ref = hybrid.ppi_mean((human[lab] == "Yes").astype(float), yhat[lab], yhat[unl])
     assert out["neutral"]["frequencies"]["woman"]["dress"]["estimate"] == pytest.approx(ref["estimate"])
     assert any(w["path"] == "hybrid.clip_cls.neutral" and "wilson-human" in w["message"] for w in log.as_list())
+
+
+def test_every_hybrid_block_carries_its_method_and_the_checker_holds_it() -> None:
+    # issue 22: every figure carries its method, the human-only and machine-only ones too
+    import copy
+
+    from bench.validity_cells.hybrid import pst_campaign
+    from metrics.sections.schema import HYBRID_ESTIMATE
+    from tests.builders.intervals import interval_violations
+
+    data, human, mdata = hybrid_gep_data(4)
+    gep_out = hybrid_section(data, human, mdata, ReportOptions(n_boot=50), seed=2)["neutral"]
+    assert gep_out["frequencies"]["woman"]["dress"]["human_only"]["method"] == "classical-mean"
+    assert gep_out["frequencies"]["man"]["dress"]["human_only"]["method"] == "wilson"  # the sparse fallback
+    assert gep_out["frequencies"]["man"]["dress"]["machine_only"]["method"] == "classical-mean"
+    assert gep_out["vector"]["dress"]["human_only"]["method"] == "newcombe"
+    assert gep_out["score"]["human_only"]["method"] == gep_out["score"]["machine_only"]["method"] == (
+        "gep-test-inversion")
+    pst_out = pst_campaign(0, n_images=60, n_human=30)
+    assert pst_out["overall"]["human_only"]["method"] == "classical-ratio-delta"
+    for block in (gep_out, pst_out):
+        assert interval_violations(block) == []
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(HYBRID_ESTIMATE)
+    assert validator.is_valid(gep_out["score"]) and validator.is_valid(pst_out["overall"])
+    broken = copy.deepcopy(gep_out)
+    del broken["vector"]["dress"]["machine_only"]["method"]
+    assert interval_violations(broken) == ["vector.dress.machine_only.ci: no ci_method"]
+    assert not validator.is_valid(broken["vector"]["dress"])
