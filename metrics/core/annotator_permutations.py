@@ -11,12 +11,11 @@ permutations at a time. The weights are small integers (or halves), so the sums 
 values those of the loop.
 
 Krippendorff's alpha of a group is no such sum (a question's coincidences depend on how many of its
-answers are in the group). Per permutation it is computed on the questions where at least two
-answers come from the two groups (no other question has coincidences in either group), the other
-group's counts being the pool's minus the first one's: blocks of permutations at once, one sparse
-product for the counts and the coincidences summed per permutation (equal to the per-question sum
-up to rounding in the last bits, far inside the 1e-12 the p-value's comparison allows). Still O(answers) per permutation:
-the cost that grows with the data (bench/README.md section 4).
+answers are in the group): :mod:`metrics.core.annotator_alpha` computes both groups' coincidence
+matrices for every permutation exactly, a quadratic form in the annotators' memberships plus a
+count, per permutation, of the three-answer questions entirely inside a group (64 permutations to a
+machine word): O(pool answers) once per pair and O(three-answer questions x permutations / 64) word
+operations, instead of a pass over every answer per permutation (bench/README.md section 4).
 
 The shuffles are those of the loop (``rng.permutation`` of the side labels, in order), so the
 p-values are the same.
@@ -30,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .agreement_subsets import alpha_from_coincidences
+from .annotator_alpha import permuted_coincidences
 
 __all__ = ["LinearParts", "LinearStatistic", "permuted_differences", "permuted_studentized"]
 
@@ -137,43 +137,8 @@ def _ratio_and_variance(f: NDArray[np.float64], scale: float) -> tuple[NDArray[n
 
 def _alpha_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_questions: int,
                        n_choices: int, sides: NDArray[np.bool_]) -> NDArray[np.float64]:
-    """(permutations, 1): alpha(A) - alpha(B), on the questions with >= 2 pool answers, blocks of
-    permutations at once: A's counts are one sparse product (answers x question-choice incidence
-    times answers x permutations membership), B's the pool's minus A's."""
-    from scipy import sparse
-
-    k = max(1, n_choices)
-    per_question = np.bincount(q, minlength=n_questions)
-    rel = per_question[q] >= 2
-    q, code, pos = q[rel], code[rel], pos[rel]
-    uq, q_rel = np.unique(q, return_inverse=True)
-    n_rel = int(uq.size)
-    key = q_rel * k + code
-    pool = np.bincount(key, minlength=n_rel * k).reshape(n_rel, k).astype(float)
-    incidence = sparse.csr_matrix((np.ones(key.size), (key, np.arange(key.size))), shape=(n_rel * k, key.size))
-    out = np.empty((sides.shape[0], 1))
-    step = max(1, _BLOCK_CELLS // max(1, n_rel * k))
-    for start in range(0, sides.shape[0], step):
-        member = sides[start:start + step][:, pos].T.astype(float)  # answers x permutations
-        a = np.asarray(incidence @ member).reshape(n_rel, k, -1)  # question x choice x permutation
-        b = pool[:, :, None] - a
-        alpha = alpha_from_coincidences(np.stack([_coincidences(a), _coincidences(b)]))  # (2, permutations)
-        out[start:start + step, 0] = alpha[0] - alpha[1]
-    return out
-
-
-def _coincidences(counts: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Coincidence matrices (permutations, k*k) of question x choice x permutation counts: per
-    permutation the sum of :func:`metrics.core.agreement_subsets._coincidence_rows`,
-    ``o_cd = sum_q w_q (n_qc n_qd - [c = d] n_qc)`` with ``w = 1 / (m - 1)`` for questions with
-    m >= 2 answers."""
-    k = counts.shape[1]
-    m = counts.sum(axis=1)
-    w = np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)
-    out = np.empty((counts.shape[2], k, k))
-    for c in range(k):
-        wc = w * counts[:, c]
-        for d in range(k):
-            out[:, c, d] = np.einsum("qp,qp->p", wc, counts[:, d])
-        out[:, c, c] -= wc.sum(axis=0)
-    return out.reshape(counts.shape[2], k * k)
+    """(permutations, 1): alpha(A) - alpha(B), from both groups' coincidence matrices under every
+    permutation (:func:`metrics.core.annotator_alpha.permuted_coincidences`)."""
+    o_a, o_b = permuted_coincidences(q, code, pos, sides.shape[1], n_questions, max(1, n_choices), sides)
+    alpha = alpha_from_coincidences(np.stack([o_a, o_b]))  # (2, permutations)
+    return (alpha[0] - alpha[1])[:, None]

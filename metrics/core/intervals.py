@@ -278,10 +278,14 @@ def stratified_cluster_draws(
         if not blocks:
             out[:, st, :] = 0.0
             continue
+        # Integer sums whose every partial total stays below 2**24 (a draw takes n clusters): float32
+        # products are exact, so the totals are the float64 ones at half the memory traffic.
+        exact32 = bool(np.all(rows == np.round(rows))) and rows.shape[0] * float(np.abs(rows).max(initial=0)) < 2 ** 24
+        rows_t = rows.astype(np.float32 if exact32 else float)
         done = 0
         for mult in blocks:
             m = mult.shape[0]
-            out[done:done + m, st, :] = mult.astype(float) @ rows
+            out[done:done + m, st, :] = mult.astype(rows_t.dtype) @ rows_t
             done += m
     return out
 

@@ -104,7 +104,8 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str], 
         headline = gep_headline(data.choices, data.q_meta["gender"], data.q_meta["attribute"], data.q_setting,
                                 settings, genders[:2], options.gep_tie_policy, unit="answer")
 
-    # Headline then alpha; answer-level headlines run the permutations vectorised (annotator_permutations).
+    # Headline then alpha; answer-level headlines run the permutations vectorised (annotator_permutations,
+    # annotator_alpha).
     return HeadlineWithAlpha(headline) if alpha else headline
 
 
