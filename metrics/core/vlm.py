@@ -305,8 +305,8 @@ def neutrality(
         "method": NEUTRALITY_METHOD,
         "confidence": confidence,
     }
-    if ng == 0 or n_boot <= 0:
-        out["ci"] = [float("nan"), float("nan")]
+    if ng == 0 or n_boot <= 0:  # nothing answered yet (a campaign in progress), or no interval asked for
+        out.update(ci=[float("nan"), float("nan")], extended=False, near_balance=0)
         return out
     # One cluster per (group, image): its (male, female, neutral) counts, stratum = its group. Each draw
     # resamples every group's images with replacement (one index matrix and one matrix product per group,

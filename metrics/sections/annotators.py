@@ -47,7 +47,7 @@ from metrics.core.annotator_groups import (
     permutation_test_groups,
     pst_headline,
 )
-from metrics.core.report_warnings import DOMAIN_RULES, flag_domain
+from metrics.core.report_warnings import DOMAIN_RULES, WarningLog, collecting, flag_domain
 from metrics.core.significance import holm
 from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
@@ -119,7 +119,9 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     labels, ties = question_labels(sub, group_options)
     headline: dict[str, Any] = {}
     if data.campaign.kind == PST:
-        with warnings.catch_warnings():  # a group whose every label is undetermined: NaN figures, said so
+        # A group's own sections warn about the group's data under the report's top-level paths: their log
+        # is kept apart (the group figures' own domain is the annotators rules'), not the report's.
+        with warnings.catch_warnings(), collecting(WarningLog()):  # NaN figures of an undetermined group
             warnings.simplefilter("ignore", RuntimeWarning)
             pst_part = pst_section(sub, labels, ties, group_options, seed)
         for s in settings:
@@ -127,7 +129,8 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
             headline[f"sts_{s}"] = {"value": one["overall"], "ci": one.get("overall_ci"),
                                     "ci_method": one.get("overall_ci_method")}
     else:
-        gep_part = gep_section(sub, labels, ties, group_options, seed)
+        with collecting(WarningLog()):
+            gep_part = gep_section(sub, labels, ties, group_options, seed)
         for s in settings:
             part: Mapping[str, Any] = gep_part.get(cast(GepSettingName, s), {})
             headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci"),
