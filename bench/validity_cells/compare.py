@@ -47,12 +47,36 @@ def gep_side(rng: np.random.Generator, f: tuple[np.ndarray, np.ndarray], n_image
                                                                           "labels"))}
 
 
+# One comparison per (design, n_boot, n_perm, seed): the score and vector cells of a design (and the PST overall
+# and micro cells) read different rows of the same `compare_gep` / `compare_pst` call, so they share it.
+_PAIRS: dict[tuple[Any, ...], Any] = {}
+
+
+def _key(x: Any) -> Any:
+    """A hashable stand-in for a design (tuples of numpy arrays)."""
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    return tuple(_key(v) for v in x) if isinstance(x, tuple) else x
+
+
+def _shared(key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    if key not in _PAIRS:
+        if len(_PAIRS) >= 2048:
+            _PAIRS.pop(next(iter(_PAIRS)))
+        _PAIRS[key] = compute()
+    return _PAIRS[key]
+
+
 def gep_pair(fa: tuple[np.ndarray, np.ndarray], na_img: int, fb: tuple[np.ndarray, np.ndarray], nb_img: int,
              n_boot: int, n_perm: int, seed: int, studentized: bool = True) -> dict[str, Any]:
-    rng = np.random.default_rng([seed, 23])
-    a, b = gep_side(rng, fa, na_img, 0), gep_side(rng, fb, nb_img, 1_000_000)
-    attrs = [f"a{j}" for j in range(fa[0].size)]
-    return compare_gep(a, b, GENDERS, attrs, "absent", n_boot, n_perm, 0.95, seed, studentized)
+    def compute() -> dict[str, Any]:
+        rng = np.random.default_rng([seed, 23])
+        a, b = gep_side(rng, fa, na_img, 0), gep_side(rng, fb, nb_img, 1_000_000)
+        attrs = [f"a{j}" for j in range(fa[0].size)]
+        return compare_gep(a, b, GENDERS, attrs, "absent", n_boot, n_perm, 0.95, seed, studentized)
+
+    return _shared(("gep", _key((fa, na_img, fb, nb_img)), n_boot, n_perm, seed, studentized),  # type: ignore[no-any-return]
+                   compute)
 
 
 def _truth_gep(fa: tuple[np.ndarray, np.ndarray], fb: tuple[np.ndarray, np.ndarray]) -> tuple[float, np.ndarray]:
@@ -87,10 +111,13 @@ PST_SHIFTED = Design(k=4, paired_samples=10, rho=0.0, cannot=0.0, q_range=(0.75,
 
 def pst_pair(da: Design, db: Design, n_boot: int, n_perm: int, seed: int, studentized: bool = True
              ) -> tuple[dict[str, Any], float]:
-    a, b = simulate(da, seed), simulate(db, seed + 500_000)
-    side_b = dict(b.paired, image_ids=b.paired["image_ids"] + 1_000_000)
-    res = compare_pst(a.paired, side_b, a.group_of, "paper", None, n_boot, n_perm, 0.95, seed, studentized)
-    return res, a.true_overall("paired") - b.true_overall("paired")
+    def compute() -> tuple[dict[str, Any], float]:
+        a, b = simulate(da, seed), simulate(db, seed + 500_000)
+        side_b = dict(b.paired, image_ids=b.paired["image_ids"] + 1_000_000)
+        res = compare_pst(a.paired, side_b, a.group_of, "paper", None, n_boot, n_perm, 0.95, seed, studentized)
+        return res, a.true_overall("paired") - b.true_overall("paired")
+
+    return _shared(("pst", da, db, n_boot, n_perm, seed, studentized), compute)  # type: ignore[no-any-return]
 
 
 def pst_test(da: Design, db: Design, figure: str, n_perm: int, seed: int, studentized: bool = True) -> bool:
