@@ -21,7 +21,7 @@ import numpy as np
 
 from bench.validity_cells import Cell
 from bench.validity_cells._pst_sim import Design, simulate
-from metrics.core.significance import compare_gep, compare_pst
+from metrics.core.significance import compare_gep, compare_pst, compare_pst_gap
 
 ALPHA = 0.05
 GENDERS = ["woman", "man"]
@@ -131,6 +131,34 @@ def pst_interval(da: Design, db: Design, n_boot: int, seed: int) -> bool:
     return bool(res["overall"].low <= truth <= res["overall"].high)
 
 
+# The paired-minus-single gap compared between two campaigns (`compare_pst_gap`): the same true gap of
+# +20 STS points on both sides; A: few images, correlated persons, 20% "Cannot identify" (q moved by
+# 25 points so that (1 - 0.2) x 25 = 20); B: many clean images.
+GAP_NOISY = Design(k=4, singles=3, paired_samples=1, rho=0.6, cannot=0.2, gap=25.0, q_range=(0.6, 0.6))
+GAP_CLEAN = Design(k=4, singles=20, paired_samples=10, rho=0.0, cannot=0.0, gap=20.0, q_range=(0.6, 0.6))
+GAP_WIDER = Design(k=4, singles=20, paired_samples=10, rho=0.0, cannot=0.0, gap=60.0, q_range=(0.6, 0.6))
+
+
+def gap_pair(da: Design, db: Design, n_boot: int, n_perm: int, seed: int) -> tuple[dict[str, Any], float]:
+    a, b = simulate(da, seed), simulate(db, seed + 500_000)
+    shift = {k: (v + 5_000_000 if k == "image_ids" else v) for k, v in b.single.items()}
+    b_single, b_paired = shift, dict(b.paired, image_ids=b.paired["image_ids"] + 5_000_000)
+    res = compare_pst_gap(a.single, a.paired, b_single, b_paired, a.group_of, "paper", n_boot, n_perm, 0.95, seed)
+    truth = (a.true_overall("paired") - a.true_overall("single")) - (b.true_overall("paired")
+                                                                      - b.true_overall("single"))
+    return res, truth
+
+
+def gap_test(da: Design, db: Design, n_perm: int, seed: int) -> bool:
+    res, _ = gap_pair(da, db, 0, n_perm, seed)
+    return bool(res["overall"].p_value <= ALPHA)
+
+
+def gap_interval(da: Design, db: Design, n_boot: int, seed: int) -> bool:
+    res, truth = gap_pair(da, db, n_boot, 0, seed)
+    return bool(res["overall"].low - 1e-9 <= truth <= res["overall"].high + 1e-9)
+
+
 def _cell(name: str, kind: str, target: float, run: Callable[..., bool], args: tuple[Any, ...], full: int, fast: int,
           note: str, legacy: bool = False) -> Cell:
     extra = {"studentized": False} if legacy else {}
@@ -170,4 +198,11 @@ CELLS: list[Cell] = [
           "320 vs 320 images, true STS +20 vs +50 points"),
     _cell("pst.overall.bca.noisy_32v320", "coverage", 0.95, pst_interval, (PST_NOISY, PST_CLEAN), 1000, 200,
           "32 noisy vs 320 clean two-person images, the same true STS"),
+    _cell("pst_gap.overall.permutation.noisy_vs_clean", "size", ALPHA, gap_test, (GAP_NOISY, GAP_CLEAN), 499, 199,
+          "paired-minus-single gap of two campaigns, the same true gap (+20): 24 single + 32 correlated paired "
+          "images with 20% Cannot identify vs 160 + 320 clean ones"),
+    _cell("pst_gap.overall.bca.noisy_vs_clean", "coverage", 0.95, gap_interval, (GAP_NOISY, GAP_CLEAN), 1000, 200,
+          "as the size cell; the BCa interval of the gap difference holds the true 0"),
+    _cell("pst_gap.overall.permutation.power", "power", 0.80, gap_test, (GAP_CLEAN, GAP_WIDER), 499, 199,
+          "160 + 320 clean images each; true gaps +20 vs +60 points"),
 ]

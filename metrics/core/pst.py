@@ -74,6 +74,8 @@ _STEREO_ALIASES: dict[str, int] = {"feminine": K_FEM, "masculine": K_MASC}
 
 def _kinds(values: ArrayLike, aliases: Mapping[str, int], what: str, allow_missing: bool) -> NDArray[np.int8]:
     arr = as_1d(values, what)
+    if arr.dtype.kind == "O" and arr.size:
+        return _object_kinds(arr, aliases, what, allow_missing)
     out = np.full(arr.shape, K_MISSING, dtype=np.int8)
     miss = missing_mask(arr)
     if miss.any() and not allow_missing:
@@ -87,6 +89,31 @@ def _kinds(values: ArrayLike, aliases: Mapping[str, int], what: str, allow_missi
             raise ValueError(f"unknown {what} value {u!r}; expected one of {sorted(aliases)}")
         table[i] = aliases[key]
     out[~miss] = table[codes]
+    return out
+
+
+def _object_kinds(arr: NDArray[Any], aliases: Mapping[str, int], what: str, allow_missing: bool
+                  ) -> NDArray[np.int8]:
+    """:func:`_kinds` of an object array (labels as read from the database): the distinct values by
+    pandas' hash table (one pass in C; None and NaN code -1), each classified once."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(arr)
+    table = np.full(len(uniques) + 1, K_MISSING, dtype=np.int8)  # the last entry: code -1 (None / NaN)
+    unknown = []
+    for i, u in enumerate(uniques.tolist()):
+        if u == "" or (isinstance(u, float) and u != u):
+            continue
+        key = str(u).strip().lower()
+        if key in aliases:
+            table[i] = aliases[key]
+        else:
+            unknown.append(str(u))
+    if unknown:
+        raise ValueError(f"unknown {what} value {min(unknown)!r}; expected one of {sorted(aliases)}")
+    out = table[codes]
+    if not allow_missing and (out == K_MISSING).any():
+        raise ValueError(f"{what} has missing values")
     return out
 
 

@@ -55,7 +55,11 @@ def studentizer(s: NDArray[np.float64], sd: NDArray[np.intp], rows: list[NDArray
         stratum[r] = j
 
     def lin(grad: NDArray[np.float64]) -> NDArray[np.float64]:  # (n, m): each image's u
-        return np.nan_to_num(np.einsum("ik,ikm->im", s, grad[stratum]))
+        # One (n_j, k) @ (k, m) product per stratum: grad[stratum] would copy a (k, m) matrix per image.
+        u = np.empty((s.shape[0], grad.shape[-1]))
+        for j, r in enumerate(rows):
+            u[r] = s[r] @ grad[j]
+        return np.nan_to_num(u)
 
     def side_var(u: NDArray[np.float64], mask: NDArray[np.bool_]) -> NDArray[np.float64]:
         su = np.stack([u[r][mask[r]].sum(axis=0) for r in rows])

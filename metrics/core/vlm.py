@@ -196,14 +196,46 @@ class _NeutralityPath:
         s, a = self.config(t)
         return float(_neutral_of_max((s + np.abs(a)) / 2).mean())
 
+    def _columns(self, s: NDArray[np.float64], a: NDArray[np.float64], s_part: NDArray[np.float64] | None = None,
+                 cols: NDArray[np.intp] | slice = slice(None)) -> NDArray[np.float64]:
+        """Each draw's Neutrality of the groups ``cols`` at configuration (s, a) of those groups, (B, len)."""
+        scale_a = self.inflate[cols] * np.sqrt(np.maximum(s - a ** 2, 0.0) / self.v_a[cols])
+        if s_part is None:
+            s_part = s + self.inflate[cols] * np.sqrt(s * (1.0 - s) / self.v_s[cols]) * self.e_s[:, cols]
+        return _neutral_of_max((s_part + np.abs(a + scale_a * self.e_a[:, cols])) / 2)
+
+    def _prepare(self) -> None:
+        """Arrays reused by every configuration with s at its estimate (t in [-G, t1]): the s part of
+        the null, and for t <= 0 each group's column balanced and at its estimate, summed cumulatively
+        in the balancing order, so a configuration there costs one group's column, not G."""
+        n = self.order.size
+        self._s_part = self.s_hat + self.inflate * np.sqrt(self.s_hat * (1.0 - self.s_hat) / self.v_s) * self.e_s
+        zero = self._columns(self.s_hat, np.zeros_like(self.a_hat), self._s_part)[:, self.order]
+        hat = self._columns(self.s_hat, self.a_hat, self._s_part)[:, self.order]
+        b = zero.shape[0]
+        self._balanced = np.concatenate([np.zeros((b, 1)), np.cumsum(zero, axis=1)], axis=1)  # first k balanced
+        rest = np.cumsum(hat[:, ::-1], axis=1)[:, ::-1]  # groups k.. at their estimate
+        self._at_hat = np.concatenate([rest, np.zeros((b, 1))], axis=1)
+        self._n = n
+
     def null(self, t: float) -> NDArray[np.float64]:
         """The deviations are rescaled to the configuration's multinomial variances (var(a_hat) is
         proportional to s - a^2, var(s_hat) to s (1 - s)): near a balanced group the estimate's bias is
-        E|a_hat|, and with many groups a few per cent of error in it is larger than the standard error."""
+        E|a_hat|, and with many groups a few per cent of error in it is larger than the standard error.
+        The mean over groups of each draw's Neutrality (B,)."""
+        n = self.order.size
+        if not hasattr(self, "_s_part"):
+            self._prepare()
+        if -n < t <= 0.0:  # groups order[:k] balanced, order[k] part way, the rest at their estimate
+            u = -t
+            k = int(np.floor(u))
+            g = self.order[k:k + 1]
+            part = self._columns(self.s_hat[g], self.a_hat[g] * (1.0 - (u - k)), self._s_part[:, g], g)[:, 0]
+            return (self._balanced[:, k] + part + self._at_hat[:, k + 1]) / n
         s, a = self.config(t)
-        scale_a = self.inflate * np.sqrt(np.maximum(s - a ** 2, 0.0) / self.v_a)
-        scale_s = self.inflate * np.sqrt(s * (1.0 - s) / self.v_s)
-        return _neutral_of_max((s + scale_s * self.e_s + np.abs(a + scale_a * self.e_a)) / 2).mean(axis=1)
+        if 0.0 < t <= self.t1:  # s at its estimate: its part of the null reused
+            return self._columns(s, a, self._s_part).mean(axis=1)
+        return self._columns(s, a).mean(axis=1)
 
 
 def _bisect(accept: Callable[[float], bool], rejected: float, accepted: float, steps: int = 40) -> float:

@@ -147,12 +147,23 @@ def assemble(facts: CampaignFacts, questions: QuestionColumns, answers: AnswerCo
     meta = {k: v[pool] for k, v in questions.meta.items()}
     for key in ("sample_index", "template_index"):
         if key in meta:
-            raw = meta[key]
-            meta[key] = np.where(raw == "", "-1", raw).astype(np.int64) if raw.size else np.zeros(0, np.int64)
+            meta[key] = _int_meta(meta[key])
     return CampaignData(facts, q_id, questions.image[pool], questions.setting[pool], meta, a_qidx.astype(np.int64),
                         a_annotator, answers.code[use], answers.choices, counts,
                         AnswerTable(answers, questions, q_row, superseded) if table else None,
                         a_arrival=arrival_ids(answers.id, answers.corrects)[use])
+
+
+def _int_meta(raw: np.ndarray) -> np.ndarray:
+    """A stored integer metadata text column as int64 ('' -> -1): the distinct texts (pandas' hash
+    table) parsed once each, not every row."""
+    if not raw.size:
+        return np.zeros(0, np.int64)
+    import pandas as pd
+
+    codes, uniques = pd.factorize(raw)
+    texts = np.asarray(uniques, dtype=str)
+    return np.where(texts == "", "-1", texts).astype(np.int64)[codes]
 
 
 def arrival_ids(ids: np.ndarray, corrects: np.ndarray) -> np.ndarray:

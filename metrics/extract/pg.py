@@ -83,14 +83,17 @@ def _fetch_frame(select: Callable[[bool], list[str]], from_where: str, params: l
         return fetch(escape=True)
 
 
-def _strings(column: Any) -> np.ndarray:
-    """A parsed text column as a numpy string array. Read as categories (a handful of distinct names
-    over 1M rows), it is built from the categories by their codes, not converted value by value."""
+def _strings(column: Any, order: np.ndarray | None = None) -> np.ndarray:
+    """A parsed text column as a numpy string array (rows taken in ``order`` when given). Read as
+    categories (a handful of distinct names over 1M rows), it is built from the categories by their
+    codes, not converted value by value; the codes are reordered, not the (wide) strings."""
     if hasattr(column, "cat"):
         if column.size == 0:
             return np.zeros(0, dtype=str)
-        return np.asarray(column.cat.categories, dtype=str)[column.cat.codes.to_numpy()]
-    return column.to_numpy(str)
+        codes = column.cat.codes.to_numpy()
+        return np.asarray(column.cat.categories, dtype=str)[codes if order is None else codes[order]]
+    values = column.to_numpy(str)
+    return values if order is None else values[order]
 
 
 def _sorted_by(ids: np.ndarray) -> np.ndarray | None:
@@ -121,9 +124,9 @@ def questions_read(campaign_id: int, keys: tuple[str, ...], *, slot: bool) -> Qu
 
     return QuestionColumns(
         id=column(ids), image=column(frame["image"].to_numpy(np.int64)),
-        setting=column(_strings(frame["setting"])), is_gold=column(frame["gold"].to_numpy(bool)),
-        excluded=column(frame["excluded"].to_numpy(bool)), meta={k: column(_strings(frame[k])) for k in keys},
-        slot=column(_strings(frame["slot"])) if slot else None)
+        setting=_strings(frame["setting"], order), is_gold=column(frame["gold"].to_numpy(bool)),
+        excluded=column(frame["excluded"].to_numpy(bool)), meta={k: _strings(frame[k], order) for k in keys},
+        slot=_strings(frame["slot"], order) if slot else None)
 
 
 def answers_read(campaign_id: int, *, table: bool) -> AnswerColumns:

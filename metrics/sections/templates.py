@@ -19,12 +19,17 @@ def template_column(data: CampaignData) -> np.ndarray:
     if col is None or col.size == 0:
         return np.full(data.q_id.size, ONLY, dtype=object)
     idx = np.asarray(col, dtype=np.int64)
-    return np.where(idx >= 0, (idx + 1).astype(str), ONLY).astype(object)
+    # The label of each distinct index (a few templates), then indexed per question.
+    distinct, inverse = np.unique(idx, return_inverse=True)
+    labels = np.array([str(i + 1) if i >= 0 else ONLY for i in distinct.tolist()], dtype=object)
+    return labels[inverse.reshape(-1)]
 
 
 def template_labels(column: np.ndarray) -> list[str]:
     """The templates present, in order ("1", "2", ...)."""
-    return sorted({str(t) for t in column.tolist()}, key=int)
+    import pandas as pd
+
+    return sorted({str(t) for t in pd.unique(np.asarray(column, dtype=object)).tolist()}, key=int)
 
 
 def _mean(values: list[float | None]) -> float | None:
