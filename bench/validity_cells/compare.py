@@ -75,7 +75,7 @@ def gep_pair(fa: tuple[np.ndarray, np.ndarray], na_img: int, fb: tuple[np.ndarra
         attrs = [f"a{j}" for j in range(fa[0].size)]
         return compare_gep(a, b, GENDERS, attrs, "absent", n_boot, n_perm, 0.95, seed, studentized)
 
-    return _shared(("gep", _key((fa, na_img, fb, nb_img)), n_boot, n_perm, seed, studentized),  # type: ignore[no-any-return]
+    return _shared(("gep", _key((fa, na_img, fb, nb_img)), n_boot, n_perm, seed, studentized),
                    compute)
 
 
@@ -117,7 +117,7 @@ def pst_pair(da: Design, db: Design, n_boot: int, n_perm: int, seed: int, studen
         res = compare_pst(a.paired, side_b, a.group_of, "paper", None, n_boot, n_perm, 0.95, seed, studentized)
         return res, a.true_overall("paired") - b.true_overall("paired")
 
-    return _shared(("pst", da, db, n_boot, n_perm, seed, studentized), compute)  # type: ignore[no-any-return]
+    return _shared(("pst", da, db, n_boot, n_perm, seed, studentized), compute)
 
 
 def pst_test(da: Design, db: Design, figure: str, n_perm: int, seed: int, studentized: bool = True) -> bool:
