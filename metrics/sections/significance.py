@@ -120,12 +120,16 @@ def _flag_gep_score(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndar
 
 def _flag_gep_sparse(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], genders: list[str],
                      attributes: list[str], tie_policy: str) -> None:
-    """Vector components with few present questions in a gender on either side: their BCa difference interval
-    under-covers and their test is at its size limit (bench/validity.py compare.gep.vector.*)."""
+    """Vector components with few present (or absent) questions in a gender on either side: compare gives
+    them the MOVER-Jeffreys interval and test (`metrics.core.significance.compare_gep`; a bootstrap there
+    under-covered, bench/validity.py compare.gep.vector.*); the warning names how many."""
     rule = DOMAIN_RULES["compare.gep.vector.sparse"]
-    present = [attribute_frequencies(x["genders"], x["attributes"], x["labels"], genders, attributes,
-                                     tie_policy).present.min(axis=0) for x in (a, b)]  # type: ignore[arg-type]
-    few = int((np.minimum(*present) < rule.threshold).sum())
+    counts = []
+    for x in (a, b):
+        fr = attribute_frequencies(x["genders"], x["attributes"], x["labels"], genders, attributes,
+                                   tie_policy)  # type: ignore[arg-type]
+        counts.append(np.minimum(fr.present, fr.total - fr.present).min(axis=0))
+    few = int((np.minimum(*counts) < rule.threshold).sum())
     if few:
         flag_domain("compare.gep.vector.sparse", f"{section}.vector", n=few, total=len(attributes))
 
