@@ -121,8 +121,8 @@ DOMAIN_RULES: dict[str, DomainRule] = {
     # upward bias near 0 differs, so the difference, its BCa interval and its test are biased
     "compare.gep.score.unequal_precision": DomainRule(
         1.5, "the two sides' GEP vector components differ in precision (mean standard errors {ratio:.1f} times "
-             "apart, flagged above {threshold:g}): the score difference, its interval and its test are biased by "
-             "the scores' different upward bias near 0; read the vector components' tests",
+             "apart, flagged above {threshold:g}): the score difference is biased by the scores' different upward "
+             "bias near 0, so its interval and p-value are left out; read the vector components' tests",
         "compare.gep.score.permutation.small_noisy_40v400",
         "size 12.5% (MC s.e. 2.3) with the studentized test, 200 runs; 43.5% with the raw one"),
     # the Neutrality interval by test inversion (metrics.core.vlm): only its upper end can miss a true balance,

@@ -82,7 +82,11 @@ def test_gep_score_comparison_of_unequal_precision_is_flagged() -> None:
         a = _gep_campaign(1, 40, (0.55, 0.45), 1)
         out = significance([a, _gep_campaign(2, b_images, fb, 2)], ReportOptions(),  # type: ignore[list-item]
                            CompareOptions(test="permutation", draws=99, seed=1))
-        assert any(r["metric"] == "score" for r in out["comparisons"][0]["rows"])
+        (score,) = [r for r in out["comparisons"][0]["rows"] if r["metric"] == "score"]
+        flagged = any(w["path"].endswith(".score") for w in out["comparisons"][0]["warnings"])
+        # a flagged score difference is shown without its (invalid) interval and p-value
+        assert (score["ci"] == [None, None] and score["p_value"] is None) == flagged
+        assert score["difference"] is not None
         return out["comparisons"][0]["warnings"]
 
     (w,) = warnings(400, (0.15, 0.05))  # 40 images near 0.5 vs 400 near 0.1: standard errors 5 times apart
