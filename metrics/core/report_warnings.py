@@ -108,18 +108,21 @@ DOMAIN_RULES: dict[str, DomainRule] = {
             "conservative there",
         "gep.score.r3_mixed_sparse_100img",
         "coverage 98.3% (MC s.e. 0.7), 400 runs; Newcombe components 98.8-99.0% at 40 images per gender"),
-    # compare's GEP vector components with few present questions: the BCa interval of the difference
-    # under-covers (as a bootstrap over few counts does) and the studentized test sits at its size limit
+    # compare's GEP vector components with few present questions: a bootstrap over so few counts under-covers
+    # (BCa 85%) and the permutation test over-rejects (7%), so compare switches them to MOVER-Jeffreys
+    # (metrics.core.mover; significance.SPARSE_COMPONENT_COUNT): the flag says which rows use it
     "compare.gep.vector.sparse": DomainRule(
-        10, "{n} of {total} vector components have fewer than {threshold:g} present questions in a gender on a "
-            "side: their difference interval (BCa) under-covers and their test is at its size limit there",
-        "compare.gep.vector.bca.same_sparse_40v400", "coverage 85.0% (MC s.e. 2.5), 200 runs; test size 7.5%"),
+        10, "{n} of {total} vector components have fewer than {threshold:g} present (or absent) questions in a "
+            "gender on a side, where the bootstrap interval and the permutation test are not valid: their rows use "
+            "the MOVER-Jeffreys interval and its inverted test instead (ci_method mover-jeffreys)",
+        "compare.gep.vector.bca.same_sparse_40v400",
+        "MOVER-Jeffreys coverage 95.0% (MC s.e. 1.1), test size 5.0% (1.1), 400 runs; the BCa it replaces: 85.0%"),
     # compare's GEP score difference between two sides whose vectors differ in precision: each score's
     # upward bias near 0 differs, so the difference, its BCa interval and its test are biased
     "compare.gep.score.unequal_precision": DomainRule(
         1.5, "the two sides' GEP vector components differ in precision (mean standard errors {ratio:.1f} times "
-             "apart, flagged above {threshold:g}): the score difference, its interval and its test are biased by "
-             "the scores' different upward bias near 0; read the vector components' tests",
+             "apart, flagged above {threshold:g}): the score difference is biased by the scores' different upward "
+             "bias near 0, so its interval and p-value are left out; read the vector components' tests",
         "compare.gep.score.permutation.small_noisy_40v400",
         "size 12.5% (MC s.e. 2.3) with the studentized test, 200 runs; 43.5% with the raw one"),
     # the Neutrality interval by test inversion (metrics.core.vlm): only its upper end can miss a true balance,

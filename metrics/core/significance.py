@@ -445,5 +445,51 @@ def compare_gep(
     stat, names = gep_statistic(attribute_order)
     res = compare_sums(sa, sb, stat, names, ga, gb, [n for n in names if n.startswith("vector:")], n_boot, n_perm,
                        confidence, seed, studentized)
-    return {"tie_policy": tie_policy, "score": res["score"],
-            "vector": {n[7:]: d for n, d in res.items() if n.startswith("vector:")}}
+    vector = {n[7:]: d for n, d in res.items() if n.startswith("vector:")}
+    if studentized:  # the current method; the raw test (studentized=False) stays as it was printed before
+        vector = _sparse_components_by_mover(sa, sb, list(attribute_order), vector, confidence)
+    return {"tie_policy": tie_policy, "score": res["score"], "vector": vector}
+
+
+#: A GEP vector component is sparse when a gender on a side has fewer than this many present (or absent)
+#: counted questions for it: there compare's difference interval and test are MOVER, not the
+#: bootstrap / permutation ones (MOVER-Jeffreys, :mod:`metrics.core.mover`; metrics.core.report_warnings DOMAIN_RULES["compare.gep.vector.sparse"]).
+SPARSE_COMPONENT_COUNT = 10
+
+
+def gep_component_counts(sums: NDArray[np.float64], n_attributes: int) -> tuple[NDArray[np.float64],
+                                                                                NDArray[np.float64]]:
+    """(present, counted) per gender and attribute, (2, n_attributes), from :func:`gep_image_sums` rows."""
+    tot = sums.sum(axis=0)
+    return tot[0::2].reshape(2, n_attributes), tot[1::2].reshape(2, n_attributes)
+
+
+def _sparse_components_by_mover(sa: NDArray[np.float64], sb: NDArray[np.float64], attributes: list[str],
+                                vector: dict[str, Difference], confidence: float) -> dict[str, Difference]:
+    """Sparse components' interval and p-value from MOVER (Jeffreys limits) over the four independent proportions
+    (one question per image and attribute): a bootstrap or permutation over 1-4 present questions covered
+    85% / rejected 7% (issue 22). Holm is recomputed over every component."""
+    from dataclasses import replace
+
+    from .mover import MOVER_METHOD, mover_interval, mover_pvalue
+
+    na = len(attributes)
+    xa, ca = gep_component_counts(sa, na)
+    xb, cb = gep_component_counts(sb, na)
+    x = np.stack([xa[0], xa[1], xb[0], xb[1]], axis=1)   # (attributes, 4): A g0, A g1, B g0, B g1
+    n = np.stack([ca[0], ca[1], cb[0], cb[1]], axis=1)
+    few = np.minimum(x, n - x).min(axis=1) < SPARSE_COMPONENT_COUNT
+    usable = few & (n > 0).all(axis=1)
+    if not usable.any():
+        return vector
+    w = np.array([1.0, -1.0, -1.0, 1.0])
+    _, low, high = mover_interval(x[usable], n[usable], w, confidence)
+    p = mover_pvalue(x[usable], n[usable], w)
+    out = dict(vector)
+    for k, j in enumerate(np.flatnonzero(usable).tolist()):
+        d = out[attributes[j]]
+        out[attributes[j]] = replace(d, low=min(float(low[k]), d.difference), high=max(float(high[k]), d.difference),
+                                     p_value=float(p[k]), ci_method=MOVER_METHOD, extended=False)
+    names = list(out)
+    adjusted = holm([out[a].p_value for a in names])
+    return {a: replace(out[a], p_holm=None if not np.isfinite(h) else float(h)) for a, h in zip(names, adjusted)}

@@ -109,23 +109,34 @@ def gep_noise(side: dict[str, np.ndarray], genders: list[str], attributes: list[
 
 
 def _flag_gep_score(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], genders: list[str],
-                    attributes: list[str], tie_policy: str) -> None:
+                    attributes: list[str], tie_policy: str) -> bool:
     """The GEP score difference of two sides whose vectors differ in precision is biased (bench/validity.py
-    compare.gep.score.*): flagged (`DOMAIN_RULES["compare.gep.score.unequal_precision"]`)."""
+    compare.gep.score.*: BCa 47-79%, test size 12.5%): flagged (`DOMAIN_RULES["compare.gep.score.
+    unequal_precision"]`); True when it is, and the caller leaves the interval and p-value out."""
     noise = sorted(gep_noise(x, genders, attributes, tie_policy) for x in (a, b))
     rule = DOMAIN_RULES["compare.gep.score.unequal_precision"]
     if noise[0] > 0 and noise[1] / noise[0] > rule.threshold:
         flag_domain("compare.gep.score.unequal_precision", f"{section}.score", ratio=noise[1] / noise[0])
+        return True
+    return False
+
+
+#: ci_method of a row whose interval and p-value are left out (outside their validated domain; `warnings`).
+LEFT_OUT = "none: outside the validated domain (see warnings)"
 
 
 def _flag_gep_sparse(section: str, a: dict[str, np.ndarray], b: dict[str, np.ndarray], genders: list[str],
                      attributes: list[str], tie_policy: str) -> None:
-    """Vector components with few present questions in a gender on either side: their BCa difference interval
-    under-covers and their test is at its size limit (bench/validity.py compare.gep.vector.*)."""
+    """Vector components with few present (or absent) questions in a gender on either side: compare gives
+    them the MOVER-Jeffreys interval and test (`metrics.core.significance.compare_gep`; a bootstrap there
+    under-covered, bench/validity.py compare.gep.vector.*); the warning names how many."""
     rule = DOMAIN_RULES["compare.gep.vector.sparse"]
-    present = [attribute_frequencies(x["genders"], x["attributes"], x["labels"], genders, attributes,
-                                     tie_policy).present.min(axis=0) for x in (a, b)]  # type: ignore[arg-type]
-    few = int((np.minimum(*present) < rule.threshold).sum())
+    counts = []
+    for x in (a, b):
+        fr = attribute_frequencies(x["genders"], x["attributes"], x["labels"], genders, attributes,
+                                   tie_policy)  # type: ignore[arg-type]
+        counts.append(np.minimum(fr.present, fr.total - fr.present).min(axis=0))
+    few = int((np.minimum(*counts) < rule.threshold).sum())
     if few:
         flag_domain("compare.gep.vector.sparse", f"{section}.vector", n=few, total=len(attributes))
 
@@ -160,9 +171,12 @@ def _pair(a: _Side, b: _Side, ro: ReportOptions, co: CompareOptions) -> dict[str
                 attrs = sorted(set(a.gep(sa)["attributes"].tolist()) & set(b.gep(sb)["attributes"].tolist()))
                 res = compare_gep(a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy, **kw)
                 with collecting(log):
-                    _flag_gep_score(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
+                    unequal = _flag_gep_score(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
                     _flag_gep_sparse(section, a.gep(sa), b.gep(sb), genders, attrs, ro.gep_tie_policy)
-                rows.append(_row(section, "score", "", None, res["score"]))
+                score = _row(section, "score", "", None, res["score"])
+                if unequal:  # a biased difference: no interval or test is printed for it
+                    score.update(ci=[None, None], ci_method=LEFT_OUT, p_value=None, extended=False)
+                rows.append(score)
                 rows += [_row(section, "vector", x, f"{section}.vector", d) for x, d in sorted(res["vector"].items())]
         except ValueError as exc:  # e.g. no image of a gender on one side
             skipped.append({"section": section, "reason": str(exc)})

@@ -18,17 +18,42 @@ from django.conf import settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def bench_database_url() -> Iterator[str]:
+def _server() -> tuple[str, str]:
+    """(postgres://user@host:port, the test database's name)."""
     db = settings.DATABASES["default"]
     if db["ENGINE"] != "django.db.backends.postgresql":
         pytest.skip("the benchmarks need PostgreSQL (DATABASE_URL); CI runs them there")
-    import psycopg
-
     host, port, user = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432, db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    base = f"postgres://{user}{password}@{host}:{port}"
-    name = f"{db['NAME']}_bench_{uuid.uuid4().hex[:8]}"[:63]
+    return f"postgres://{user}{password}@{host}:{port}", db["NAME"]
+
+
+@pytest.fixture(scope="module")
+def bench_template() -> Iterator[str]:
+    """A database migrated once (in a subprocess, as the scripts do), copied for each benchmark: the
+    scripts' own migrate step then finds nothing to do (about 4 s saved per script)."""
+    import psycopg
+
+    base, test_name = _server()
+    name = f"{test_name}_bench_tmpl_{uuid.uuid4().hex[:6]}"[:63]
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    out = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'bench'); import _django; "
+                          f"_django.start({f'{base}/{name}'!r})"], capture_output=True, text=True, env=env, cwd=ROOT,
+                         timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    yield name
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def bench_database_url(bench_template: str) -> Iterator[str]:
+    import psycopg
+
+    base, test_name = _server()
+    name = f"{test_name}_bench_{uuid.uuid4().hex[:8]}"[:63]
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{bench_template}"')
     yield f"{base}/{name}"
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -82,7 +82,11 @@ def test_gep_score_comparison_of_unequal_precision_is_flagged() -> None:
         a = _gep_campaign(1, 40, (0.55, 0.45), 1)
         out = significance([a, _gep_campaign(2, b_images, fb, 2)], ReportOptions(),  # type: ignore[list-item]
                            CompareOptions(test="permutation", draws=99, seed=1))
-        assert any(r["metric"] == "score" for r in out["comparisons"][0]["rows"])
+        (score,) = [r for r in out["comparisons"][0]["rows"] if r["metric"] == "score"]
+        flagged = any(w["path"].endswith(".score") for w in out["comparisons"][0]["warnings"])
+        # a flagged score difference is shown without its (invalid) interval and p-value
+        assert (score["ci"] == [None, None] and score["p_value"] is None) == flagged
+        assert score["difference"] is not None
         return out["comparisons"][0]["warnings"]
 
     (w,) = warnings(400, (0.15, 0.05))  # 40 images near 0.5 vs 400 near 0.1: standard errors 5 times apart
@@ -91,6 +95,12 @@ def test_gep_score_comparison_of_unequal_precision_is_flagged() -> None:
     assert warnings(40, (0.50, 0.40)) == []  # the same design: no flag
     sparse = [w for w in warnings(40, (0.02, 0.01)) if w["path"] == "gep.neutral.vector"]  # about 1 present of 40
     assert len(sparse) == 1 and DOMAIN_RULES["compare.gep.vector.sparse"].cell in sparse[0]["message"]
+    assert "mover-jeffreys" in sparse[0]["message"]
+    out = significance([_gep_campaign(1, 40, (0.55, 0.45), 1), _gep_campaign(2, 40, (0.02, 0.01), 2)],  # type: ignore[list-item]
+                       ReportOptions(), CompareOptions(test="permutation", draws=99, seed=1))
+    rows = {r["metric"]: r for r in out["comparisons"][0]["rows"]}
+    assert rows["vector"]["ci_method"] == "mover-jeffreys" and rows["score"]["ci_method"] == "bca-cluster"
+    assert rows["vector"]["ci"][0] <= rows["vector"]["difference"] <= rows["vector"]["ci"][1]
 
 
 def test_sparse_gep_attributes_are_flagged_conservative() -> None:
