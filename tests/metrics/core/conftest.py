@@ -24,3 +24,12 @@ def pst_reference() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def gep_reference() -> dict[str, Any]:
     return load_reference("gep_tables.json")
+
+
+@pytest.fixture
+def no_full_gc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """statsmodels' `multipletests` ends with `gc.collect()`: over a whole test session's objects that is
+    about 1.2 s a call, and it changes no value; the tests comparing with it skip the collection."""
+    import gc
+
+    monkeypatch.setattr(gc, "collect", lambda *args, **kwargs: 0)

@@ -84,6 +84,7 @@ def _gep_side(rng: np.random.Generator, f: tuple[np.ndarray, np.ndarray], n_imag
                                                                           "labels"))}
 
 
+@pytest.mark.usefixtures("no_full_gc")
 def test_compare_gep_uses_mover_for_sparse_components_only() -> None:
     rng = np.random.default_rng(3)
     dense = (np.array([0.5, 0.02]), np.array([0.4, 0.03]))

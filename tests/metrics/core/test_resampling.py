@@ -85,6 +85,7 @@ def test_pattern_bca_agrees_with_the_image_by_image_bca() -> None:
     assert mine.method == "bca-cluster" and mine.n_boot == 4000
 
 
+@pytest.mark.usefixtures("no_full_gc")
 def test_holm_equals_statsmodels() -> None:
     rng = np.random.default_rng(10)
     for size in (1, 2, 15, 40):

@@ -71,6 +71,7 @@ def test_permutation_test_power_matches_the_normal_approximation() -> None:
     assert abs(rejections / 400 - analytic) <= 0.07
 
 
+@pytest.mark.usefixtures("no_full_gc")
 def test_holm_is_statsmodels_and_skips_nan() -> None:
     from statsmodels.stats.multitest import multipletests
 

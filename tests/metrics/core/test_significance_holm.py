@@ -10,6 +10,7 @@ from metrics.core.significance import holm
 
 
 @pytest.mark.parametrize("seed", range(20))
+@pytest.mark.usefixtures("no_full_gc")
 def test_holm_equals_statsmodels(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 40))
@@ -26,6 +27,7 @@ def test_holm_equals_statsmodels(seed: int) -> None:
     assert np.array_equal(holm(p), multipletests(p, method="holm")[1])
 
 
+@pytest.mark.usefixtures("no_full_gc")
 def test_holm_empty_and_all_nan() -> None:
     assert holm([]).shape == (0,)
     assert np.isnan(holm([np.nan, np.nan])).all()
