@@ -174,6 +174,7 @@ class _NeutralityPath:
         self.inflate = np.sqrt(np.maximum(clusters, 2.0) / np.maximum(clusters - 1.0, 1.0))
         self.v_a = np.maximum(self.s_hat - self.a_hat ** 2, 1e-12)
         self.v_s = np.maximum(self.s_hat * (1.0 - self.s_hat), 1e-12)
+        self._prepare()
 
     def config(self, t: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         n = self.order.size
@@ -208,7 +209,6 @@ class _NeutralityPath:
         """Arrays reused by every configuration with s at its estimate (t in [-G, t1]): the s part of
         the null, and for t <= 0 each group's column balanced and at its estimate, summed cumulatively
         in the balancing order, so a configuration there costs one group's column, not G."""
-        n = self.order.size
         self._s_part = self.s_hat + self.inflate * np.sqrt(self.s_hat * (1.0 - self.s_hat) / self.v_s) * self.e_s
         zero = self._columns(self.s_hat, np.zeros_like(self.a_hat), self._s_part)[:, self.order]
         hat = self._columns(self.s_hat, self.a_hat, self._s_part)[:, self.order]
@@ -216,7 +216,6 @@ class _NeutralityPath:
         self._balanced = np.concatenate([np.zeros((b, 1)), np.cumsum(zero, axis=1)], axis=1)  # first k balanced
         rest = np.cumsum(hat[:, ::-1], axis=1)[:, ::-1]  # groups k.. at their estimate
         self._at_hat = np.concatenate([rest, np.zeros((b, 1))], axis=1)
-        self._n = n
 
     def null(self, t: float) -> NDArray[np.float64]:
         """The deviations are rescaled to the configuration's multinomial variances (var(a_hat) is
@@ -224,8 +223,6 @@ class _NeutralityPath:
         E|a_hat|, and with many groups a few per cent of error in it is larger than the standard error.
         The mean over groups of each draw's Neutrality (B,)."""
         n = self.order.size
-        if not hasattr(self, "_s_part"):
-            self._prepare()
         if -n < t <= 0.0:  # groups order[:k] balanced, order[k] part way, the rest at their estimate
             u = -t
             k = int(np.floor(u))
