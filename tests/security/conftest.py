@@ -4,11 +4,16 @@ annotators A and B are enrolled in X's campaign and A holds a HIT."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
 from rest_framework.test import APIClient
 
 from annotation.hits import assignment_next
@@ -63,8 +68,8 @@ class World:
         return client
 
 
-@pytest.fixture
-def world(db: None) -> World:
+def build_world() -> World:
+    """Build the world (the database must be reachable)."""
     x, y = make_researcher("xavier"), make_researcher("yvonne")
     staff = make_researcher("stella", staff=True)
     campaign = make_campaign(x, settings=["explicit"], annotation={"hit_size": 2})
@@ -85,11 +90,7 @@ def world(db: None) -> World:
                                             correct=1, total=1, passed=True)
     payload, _created = assignment_next(annotator=a, campaign_id=campaign.pk)
     assert payload is not None
-    from django.core.files.base import ContentFile
-    from django.core.files.storage import default_storage
-
-    if not default_storage.exists(images[0].web_file):  # a real file behind the media URL
-        default_storage.save(images[0].web_file, ContentFile(b"RIFF0000WEBP"))
+    _ensure_media_file(images[0])
     from annotation.services.examples import example_add
 
     example = example_add(campaign=campaign, family=images_family(campaign, images[-1]), image=images[-1].pk,
@@ -97,6 +98,59 @@ def world(db: None) -> World:
     return World(x=x, y=y, staff=staff, a=a, b=b, campaign=campaign, y_campaign=y_campaign, image=images[0],
                  assignment=Assignment.objects.get(pk=payload["id"]), qualification=qualification, gold=gold,
                  example_id=example.pk)
+
+
+def _ensure_media_file(image: Image) -> None:
+    """A real file behind the image's media URL (storage writes are not rolled back with the database)."""
+    if not default_storage.exists(image.web_file):
+        default_storage.save(image.web_file, ContentFile(b"RIFF0000WEBP"))
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    """A fresh world for one test."""
+    return build_world()
+
+
+@pytest.fixture(scope="module")
+def _module_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    """The world built once per module, inside an outer transaction that is rolled back after the
+    module's last test (each test's own transaction is then a savepoint inside it). The database stays
+    blocked between tests, as for any test that does not ask for it."""
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            built = build_world()
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield built
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+@pytest.fixture
+def module_world(_module_world: World, db: None) -> World:
+    """The module's shared world for one test, as a fresh world would be: this test's writes are rolled
+    back after it (pytest-django's per-test transaction); every object is read again from the database
+    (a test that deleted or changed one cannot leak it into the next, and one missing fails loudly); the
+    cache (claims, counters, upload jobs keyed by these objects' ids) is emptied; the media file exists."""
+    w = _module_world
+    cache.clear()
+    annotators = Annotator.objects.select_related("user")
+    fresh = World(x=User.objects.get(pk=w.x.pk), y=User.objects.get(pk=w.y.pk), staff=User.objects.get(pk=w.staff.pk),
+                  a=annotators.get(pk=w.a.pk), b=annotators.get(pk=w.b.pk),
+                  campaign=Campaign.objects.get(pk=w.campaign.pk), y_campaign=Campaign.objects.get(pk=w.y_campaign.pk),
+                  image=Image.objects.get(pk=w.image.pk), assignment=Assignment.objects.get(pk=w.assignment.pk),
+                  qualification=Qualification.objects.get(pk=w.qualification.pk), gold=Question.objects.get(pk=w.gold.pk),
+                  example_id=w.example_id)
+    _ensure_media_file(fresh.image)
+    return fresh
 
 
 def images_family(campaign: Campaign, image: Image) -> str:

@@ -8,7 +8,8 @@ unclassified endpoint fails the test. Outcomes:
   NF     404: another owner's object is not revealed
   LOGIN  redirect to the admin login (non-staff users in the admin)
   ANY    anything but a 5xx
-Each request runs in a savepoint that is rolled back, so every role sees the same world.
+Each request runs in a savepoint that is rolled back, so every role sees the same world; the world is
+built once for the module and each case's transaction is rolled back (conftest `module_world`).
 """
 from __future__ import annotations
 
@@ -156,6 +157,13 @@ EXPECTATIONS: dict[str, dict[str, dict[str, str]]] = {
     "admin/*/<path:object_id>/": {m: ADMIN for m in METHODS},
 }
 QUERY = {"report-compare": "?campaigns={campaign}"}
+
+
+@pytest.fixture
+def world(module_world: World) -> World:
+    """This module's ~270 cases share one world, built once (tests/security/conftest.py `module_world`):
+    each case's writes are rolled back and its objects read afresh, so every case sees the same world."""
+    return module_world
 
 
 @dataclass(frozen=True)
