@@ -5,7 +5,9 @@ twin (bulk_create / bulk_update), the reference and what SQLite runs;
 `tests/contracts/test_image_import.py` holds both to the same stored rows.
 
 A manifest of 100,000 images took ~100 s as one `save()` per row and a bulk_create of the planned rows
-(bench/imports.py); each step is now one statement whatever the number of rows.
+(bench/imports.py); each step is now one statement whatever the number of rows. Into a campaign with no
+image yet, the fast path plans and records in ONE statement (`images_plan_recorded`: the imported rows are
+inserted with their final values, not inserted and then rewritten, half of PostgreSQL's work).
 """
 from __future__ import annotations
 
@@ -70,7 +72,8 @@ def images_plan_insert(*, campaign_id: int, prompts: Sequence[tuple[int, int, li
 
 @dataclass
 class ImageRecord:
-    """What an import stores on one planned image: its URL, or the stored file's keys and size."""
+    """What an import stores on one planned image (by id, or by prompt and sample index when it is
+    planned in the same statement): its URL, or the stored file's keys and size."""
 
     image_id: int
     row: int
@@ -80,6 +83,8 @@ class ImageRecord:
     sha256: str = ""
     width: int | None = None
     height: int | None = None
+    prompt_id: int = 0
+    sample_index: int = 0
 
 
 RECORD_SQL = """
@@ -115,3 +120,53 @@ def images_record(*, records: Sequence[ImageRecord], model: str, note: Any, mani
                           width=r.width, height=r.height))
     Image.objects.bulk_update(objs, ["status", "error", "backend", "model", "params", "finished_at", "updated_at",
                                      "source_url", "file", "web_file", "sha256", "width", "height"], batch_size=2000)
+
+
+# What RECORD_SQL sets on an imported image, as expressions over the unnest row `v` (PLAN_RECORDED_SQL).
+_RECORDED = {
+    "status": "'done'", "error": "''", "backend": "'import'", "model": "%(model)s",
+    "params": "jsonb_build_object('note', %(note)s::jsonb, 'manifest', %(manifest)s::text, 'row', v.row)",
+    "finished_at": "%(now)s", "updated_at": "%(now)s", "source_url": "v.source_url", "file": "v.file",
+    "web_file": "v.web_file", "sha256": "v.sha256", "width": "v.width", "height": "v.height"}
+
+PLAN_RECORDED_SQL = """
+WITH planned AS (
+    INSERT INTO {table} (campaign_id, prompt_id, sample_index, seed{columns})
+    SELECT p.campaign_id, p.id, s.i, (p.seeds ->> s.i)::bigint{values}
+    FROM campaigns_prompt p CROSS JOIN LATERAL generate_series(0, p.samples - 1) AS s(i)
+    LEFT JOIN unnest(%(prompts)s::bigint[], %(samples)s::int[], %(rows)s::int[], %(urls)s::text[],
+                     %(files)s::text[], %(webs)s::text[], %(shas)s::text[], %(widths)s::int[], %(heights)s::int[])
+         AS v(prompt_id, sample_index, row, source_url, file, web_file, sha256, width, height)
+         ON v.prompt_id = p.id AND v.sample_index = s.i
+    WHERE p.campaign_id = %(campaign)s
+    ORDER BY p.position, s.i
+    ON CONFLICT DO NOTHING
+    RETURNING (status = 'done') AS recorded)
+SELECT count(*) FILTER (WHERE recorded) FROM planned"""
+
+
+def images_plan_recorded(*, campaign_id: int, records: Sequence[ImageRecord], model: str, note: Any, manifest: str,
+                         now: datetime) -> int:
+    """Plan every Image row of the campaign and record the imported ones in the same INSERT (PostgreSQL
+    only; the caller checks `fastpath.enabled("image_import")` and that the campaign has no image yet):
+    the rows equal those of `images_plan` followed by `images_record` (tests/contracts/test_image_import.py).
+    Records are matched by (prompt_id, sample_index). Returns how many recorded rows were inserted: fewer
+    than `records` means another transaction planned some of them first (the caller refuses the import)."""
+    defaults = _defaults(Image, _PLANNED, now)
+    names = {c: f"d{i}" for i, (c, _) in enumerate(defaults)}
+    values = "".join(f", CASE WHEN v.row IS NULL THEN %({names[c]})s ELSE {_RECORDED[c]} END" if c in _RECORDED
+                     else f", %({names[c]})s" for c, _ in defaults)
+    missing = set(_RECORDED) - {c for c, _ in defaults}
+    assert not missing, f"Image has no column {missing}"  # a renamed field must not be silently skipped
+    sql = PLAN_RECORDED_SQL.format(table=connection.ops.quote_name(Image._meta.db_table),
+                                   columns="".join(f", {connection.ops.quote_name(c)}" for c, _ in defaults),
+                                   values=values)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {
+            **{names[c]: v for c, v in defaults}, "campaign": campaign_id, "model": model, "note": json.dumps(note),
+            "manifest": manifest, "now": now, "prompts": [r.prompt_id for r in records],
+            "samples": [r.sample_index for r in records], "rows": [r.row for r in records],
+            "urls": [r.source_url for r in records], "files": [r.file for r in records],
+            "webs": [r.web_file for r in records], "shas": [r.sha256 for r in records],
+            "widths": [r.width for r in records], "heights": [r.height for r in records]})
+        return int(cursor.fetchone()[0])

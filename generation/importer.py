@@ -22,6 +22,8 @@ from django.utils import timezone
 from PIL import Image as PILImage
 
 from campaigns.models import Campaign, Prompt
+from campaigns.revision import data_changed
+from common import fastpath
 from common.errors import ApplicationError, ConflictError
 from common.inputs import BodyError, brief
 from common.numbers import number
@@ -29,7 +31,7 @@ from common.outbound import OutboundBlocked, check_url
 from common.uploads import upload_rows
 from common.zipsafe import SafeZip, ZipMemberError, path_is_safe
 
-from .bulk import ImageRecord, images_record
+from .bulk import ImageRecord, images_plan_recorded, images_record
 from .models import Image
 from .services import STARTABLE, campaign_generation_refresh, images_plan
 from .storage import image_store, png_normalize
@@ -302,44 +304,64 @@ def images_import(*, campaign: Campaign, manifest_name: str, manifest: bytes | B
         if row.file:
             stored[row.line] = image_store(files.read(row.file, settings.IMPORT_MAX_FILE_BYTES))
     backend = campaign.spec.get("backend", {})
-    now = timezone.now()
-    imported = unchanged = 0
+    how = {"model": str(backend.get("model") or ""), "note": backend.get("note", ""), "manifest": manifest_name,
+           "now": timezone.now()}
     with transaction.atomic():
-        had = Image.objects.filter(campaign=campaign).exists()
-        created = images_plan(campaign=campaign)
-        # The planned rows, locked (id order), read as plain values: one UPDATE records them all
-        # (generation.bulk), never one save() per row. Rows this transaction has just created (a campaign
-        # with no image before) are invisible to every other transaction until COMMIT: no lock to take
-        # (100,000 row locks cost PostgreSQL about a second).
-        planned = Image.objects.filter(campaign=campaign)
-        if had or created != planned.count():
-            planned = planned.select_for_update()
-        by_key = {(p, i): (pk, status, sha, url, file) for pk, p, i, status, sha, url, file in
-                  planned.order_by("id").values_list("id", "prompt_id", "sample_index", "status", "sha256",
-                                                     "source_url", "file")}
-        records: list[ImageRecord] = []
-        for row in rows:
-            pk, status, sha, url, file = by_key[(row.prompt.pk, row.sample_index)]
-            meta = stored.get(row.line)
-            if status == S.DONE and (meta and sha == meta.sha256 or row.url and url == row.url):
-                unchanged += 1
-                continue
-            if status in (S.DONE, S.RUNNING) and (file or url or status == S.RUNNING):
-                raise ConflictError(f"Image for {brief(row.prompt.key)} sample {row.sample_index} changed during the "
-                                    "import; nothing was stored.")
-            if meta is not None:
-                records.append(ImageRecord(image_id=pk, row=row.line, source_url=row.url, file=meta.file,
-                                           web_file=meta.web_file, sha256=meta.sha256, width=meta.width,
-                                           height=meta.height))
-            else:
-                records.append(ImageRecord(image_id=pk, row=row.line, source_url=row.url))
-        images_record(records=records, model=str(backend.get("model") or ""), note=backend.get("note", ""),
-                      manifest=manifest_name, now=now)
-        imported = len(records)
+        if fastpath.enabled("image_import") and not Image.objects.filter(campaign=campaign).exists():
+            # Nothing planned yet: the planning statement inserts every imported row with its final
+            # values (generation.bulk), instead of inserting it and then rewriting it.
+            records = [_record(row, stored.get(row.line), image_id=0) for row in rows]
+            if images_plan_recorded(campaign_id=campaign.pk, records=records, **how) != len(records):
+                raise ConflictError(f"Campaign {campaign.pk}'s images were planned by another request during the "
+                                    "import; nothing was stored. Import again.")
+            data_changed(campaign_ids=[campaign.pk])  # the report counts images (as images_plan does)
+            imported = len(records)
+        else:
+            imported = _record_planned(campaign, rows, stored, how)
         if campaign.status == Campaign.Status.DRAFT and not Image.objects.filter(
                 campaign=campaign).exclude(status__in=(S.DONE, S.FILTERED, S.FAILED)).exists():
             from campaigns.services import campaign_status_set
 
             campaign_status_set(campaign=campaign, status=Campaign.Status.GENERATED)
     campaign_generation_refresh(campaign_id=campaign.pk)
-    return {"imported": imported, "unchanged": unchanged, "rows": len(rows)}
+    return {"imported": imported, "unchanged": len(rows) - imported, "rows": len(rows)}
+
+
+def _record(row: ManifestRow, meta: Any, *, image_id: int) -> ImageRecord:
+    """What the import stores for one manifest row: its URL, or its stored file (`meta`)."""
+    if meta is None:
+        return ImageRecord(image_id=image_id, row=row.line, source_url=row.url, prompt_id=row.prompt.pk,
+                           sample_index=row.sample_index)
+    return ImageRecord(image_id=image_id, row=row.line, source_url=row.url, file=meta.file, web_file=meta.web_file,
+                       sha256=meta.sha256, width=meta.width, height=meta.height, prompt_id=row.prompt.pk,
+                       sample_index=row.sample_index)
+
+
+def _record_planned(campaign: Campaign, rows: list[ManifestRow], stored: dict[int, Any], how: dict[str, Any]) -> int:
+    """Plan the campaign's missing images, then record the rows on the planned images (one UPDATE,
+    generation.bulk); rows already imported with the same file or URL are left unchanged. Returns how
+    many rows were recorded. Inside the import's transaction."""
+    had = Image.objects.filter(campaign=campaign).exists()
+    created = images_plan(campaign=campaign)
+    # The planned rows, locked (id order), read as plain values: one UPDATE records them all, never one
+    # save() per row. Rows this transaction has just created (a campaign with no image before) are
+    # invisible to every other transaction until COMMIT: no lock to take (100,000 row locks cost
+    # PostgreSQL about a second).
+    planned = Image.objects.filter(campaign=campaign)
+    if had or created != planned.count():
+        planned = planned.select_for_update()
+    by_key = {(p, i): (pk, status, sha, url, file) for pk, p, i, status, sha, url, file in
+              planned.order_by("id").values_list("id", "prompt_id", "sample_index", "status", "sha256",
+                                                 "source_url", "file")}
+    records: list[ImageRecord] = []
+    for row in rows:
+        pk, status, sha, url, file = by_key[(row.prompt.pk, row.sample_index)]
+        meta = stored.get(row.line)
+        if status == S.DONE and (meta and sha == meta.sha256 or row.url and url == row.url):
+            continue
+        if status in (S.DONE, S.RUNNING) and (file or url or status == S.RUNNING):
+            raise ConflictError(f"Image for {brief(row.prompt.key)} sample {row.sample_index} changed during the "
+                                "import; nothing was stored.")
+        records.append(_record(row, meta, image_id=pk))
+    images_record(records=records, **how)
+    return len(records)
