@@ -65,7 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[str]:
     _Handler.seen = []
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
@@ -172,7 +172,7 @@ def test_allowed_bases_hold_across_redirects_and_keep_the_credential_home(server
     assert all(s["auth"] is None or s["path"].startswith("/v1") for s in _Handler.seen)
     # same host, another port: another origin, so the secret header is dropped on the way
     other = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
+    threading.Thread(target=other.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         _Handler.seen = []
         target = f"http://127.0.0.1:{other.server_address[1]}/ok"
