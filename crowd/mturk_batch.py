@@ -34,6 +34,7 @@ from annotation.services.answers import (
     mturk_annotators_ensure,
     rows_insert,
 )
+from annotation.services.staged import references_checked_in_bulk
 from campaigns.models import Campaign
 from campaigns.spec import GEP
 from common.accounts import EXTERNAL_ID_RULE, external_id_valid
@@ -398,7 +399,11 @@ def _write(parsed: _Parsed, answers: dict[str, np.ndarray], choices: list[str]) 
                               choice=answers["choice"][order], choices=choices, time_ms=ms[plan[order]])
     ids = answers_import(hits=hits, source="mturk-import", answers=columns)
     now = timezone.now()
-    rows_insert(MTurkAssignmentRecord, ["campaign_id", "assignment_id", "mturk_assignment_id", "mturk_hit_id",
-                                        "worker_id", "status", "source", "created_at"],
-                ((cid, pk, planned[i]["assignment"], planned[i]["hit"], workers[planned[i]["worker"]],
-                  planned[i]["status"], "batch-csv", now) for (i, cid), pk in zip(hit_key.tolist(), ids, strict=True)))
+    # The records' foreign keys checked in bulk: their campaigns (locked by the Assignments' check above,
+    # locked again here: cheap) and the Assignments this transaction has just inserted (no lock needed).
+    with references_checked_in_bulk([(Campaign, set(hit_key[:, 1].tolist()), True), (Assignment, ids, False)]):
+        rows_insert(MTurkAssignmentRecord, ["campaign_id", "assignment_id", "mturk_assignment_id", "mturk_hit_id",
+                                            "worker_id", "status", "source", "created_at"],
+                    ((cid, pk, planned[i]["assignment"], planned[i]["hit"], workers[planned[i]["worker"]],
+                      planned[i]["status"], "batch-csv", now)
+                     for (i, cid), pk in zip(hit_key.tolist(), ids, strict=True)))

@@ -21,6 +21,7 @@ from django.db.models import F
 from django.db.models.functions import Lower
 from django.utils import timezone
 
+from campaigns.models import Campaign
 from common import fastpath
 from common.accounts import username_taken
 from common.errors import ApplicationError, ConflictError, NotFoundError
@@ -28,7 +29,7 @@ from common.errors import ApplicationError, ConflictError, NotFoundError
 from ..models import Annotator, Answer, Assignment, AssignmentItem, Question
 from ..spec_section import annotation_settings
 from .derived import answers_derive, revision_bump
-from .staged import staged_answers_write
+from .staged import references_checked_in_bulk, staged_answers_write
 
 __all__ = ["ImportedAnswers", "ImportedHit", "answer_correct", "answers_import", "mturk_annotators_ensure", "rows_insert"]
 
@@ -126,12 +127,15 @@ def _assignments_insert(hits: Sequence[ImportedHit], now: datetime) -> list[int]
             cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
                            [Assignment._meta.db_table, len(hits)])
             ids = [r[0] for r in cursor.fetchall()]
-        rows_insert(Assignment, ["id", "campaign_id", "annotator_id", "status", "created_at", "expires_at",
-                                 "submitted_at", "submission_digest", "review", "review_reason", "reward", "bonus",
-                                 "external_hit_id"],
-                    ((pk, h.campaign_id, h.annotator_id, Assignment.Status.SUBMITTED.value, now, now, now, "",
-                      h.review, "", h.reward, Decimal("0"), h.external_hit_id)
-                     for pk, h in zip(ids, hits, strict=True)))
+        # An Assignment's foreign keys (campaign, annotator) checked once per distinct id, not per row.
+        with references_checked_in_bulk([(Campaign, {h.campaign_id for h in hits}, True),
+                                         (Annotator, {h.annotator_id for h in hits}, True)]):
+            rows_insert(Assignment, ["id", "campaign_id", "annotator_id", "status", "created_at", "expires_at",
+                                     "submitted_at", "submission_digest", "review", "review_reason", "reward", "bonus",
+                                     "external_hit_id"],
+                        ((pk, h.campaign_id, h.annotator_id, Assignment.Status.SUBMITTED.value, now, now, now, "",
+                          h.review, "", h.reward, Decimal("0"), h.external_hit_id)
+                         for pk, h in zip(ids, hits, strict=True)))
         return ids
     return [a.pk for a in Assignment.objects.bulk_create([
         Assignment(campaign_id=h.campaign_id, annotator_id=h.annotator_id, status=Assignment.Status.SUBMITTED,

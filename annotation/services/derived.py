@@ -38,6 +38,7 @@ from ..models import Answer, Question
 from ..redundancy import is_adaptive, questions_to_grow
 from ..selectors import data_revision  # noqa: F401  (the reader, beside its writers here)
 from ..spec_section import annotation_settings
+from .staged import references_checked_in_bulk
 
 __all__ = ["annotator_data_changed", "answers_derive", "counters_recount", "data_revision", "required_reevaluate", "revision_bump", "submit_derive",
            "submit_derive_sql"]
@@ -96,8 +97,11 @@ def answers_derive(*, campaign_id: int, question_ids: Iterable[int] | None = Non
         cfg = annotation_settings(Campaign.objects.get(pk=campaign_id))
     ids = None if question_ids is None else sorted(set(question_ids))
     if sql and ids is not None:
-        written = labels_write_bulk(campaign_id=campaign_id, question_ids=ids,
-                                    exclude_blocked=cfg["exclude_flagged_answers"], now=timezone.now())
+        # The labels' one foreign key (their question) checked once for all, not per upserted row at COMMIT
+        # (a million-answer import upserts ~333,000 labels: ~1.1 s of PostgreSQL CPU).
+        with references_checked_in_bulk([(Question, ids, True)]):
+            written = labels_write_bulk(campaign_id=campaign_id, question_ids=ids,
+                                        exclude_blocked=cfg["exclude_flagged_answers"], now=timezone.now())
     else:
         written = labels_recompute(campaign_id=campaign_id, question_ids=ids,
                                    exclude_blocked=cfg["exclude_flagged_answers"])
