@@ -14,6 +14,10 @@ SECTIONS = {"pst": ("agreement", "pst", "amplification", "annotators", "redundan
 SOURCE_SECTIONS = {"machine": ("source", "auto"), "hybrid": ("source", "auto", "hybrid")}
 GEP_SOURCE_SECTIONS = ("clipscore",)
 NOTHING_TO_LIST = {"missing", "uncovered", "not_in_design", "comparison", "warnings"}
+# The same, only under one section: amplification's per-template `excluded` (no identity left out of the
+# template's mean; which ones are depends on the simulated labels, i.e. on the ids). The PST section's own
+# `excluded` (the STS under the other treatment) must hold data.
+NOTHING_TO_LIST_IN = {"amplification": {"excluded"}}
 
 
 def expected_sections(kind: str, source_kind: str | None) -> tuple[str, ...]:
@@ -41,7 +45,8 @@ def empty_sections(report: dict[str, Any], kind: str, source_kind: str | None = 
             out.append(f"{key} (missing or empty)")
             continue
         for place in _empty_places(section, key):
-            if place.rsplit(".", 1)[-1] in NOTHING_TO_LIST:
+            last = place.rsplit(".", 1)[-1]
+            if last in NOTHING_TO_LIST or last in NOTHING_TO_LIST_IN.get(key, set()):
                 continue
             if any(place == w or place.startswith(w + ".") for w in warned):
                 continue

@@ -1,6 +1,6 @@
 """Issue 24, "Gold that collusion cannot find": groups of 2, 3 and 5 colluding accounts compare the
 HITs they are given (through the API); among the questions that differ between their HITs, the
-share of gold must be the campaign's gold rate within two standard errors. (Before: real questions
+share of gold must be the campaign's gold rate within three standard errors. (Before: real questions
 came in the same pool order for everyone and gold differed per annotator, so every differing
 question was gold.) Real-question order also differs per annotator."""
 from __future__ import annotations
@@ -45,5 +45,9 @@ def test_colluding_accounts_cannot_tell_gold_from_real_questions(researcher: Use
             gold_differing += len(differ & gold)
         share = gold_differing / differing
         se = math.sqrt(GOLD_RATE * (1 - GOLD_RATE) / differing)
-        assert abs(share - GOLD_RATE) <= 2 * se, (size, share, differing, se)
+        # Three binomial standard errors: the result is a fixed function of the question and annotator ids
+        # (their md5 orders), which move with every test that ran before. 25 id layouts gave |z| < 1.5 for
+        # every group size, one CI run's layout gave z = -2.3 for pairs; the old engine's share was 1.0
+        # (every differing question gold), over 20 standard errors away.
+        assert abs(share - GOLD_RATE) <= 3 * se, (size, share, differing, se)
     assert len(orders) > 1  # real questions do not come in one order for everyone
