@@ -87,11 +87,16 @@ class ImageRecord:
     sample_index: int = 0
 
 
+# What an import sets on an image, as expressions over the row `v` of the import's unnest: the SET of
+# RECORD_SQL and the values of PLAN_RECORDED_SQL's imported rows (one list for both statements).
+_RECORDED = {
+    "status": "'done'", "error": "''", "backend": "'import'", "model": "%(model)s",
+    "params": "jsonb_build_object('note', %(note)s::jsonb, 'manifest', %(manifest)s::text, 'row', v.row)",
+    "finished_at": "%(now)s", "updated_at": "%(now)s", "source_url": "v.source_url", "file": "v.file",
+    "web_file": "v.web_file", "sha256": "v.sha256", "width": "v.width", "height": "v.height"}
+
 RECORD_SQL = """
-UPDATE {table} AS i SET status = 'done', error = '', backend = 'import', model = %(model)s,
-    params = jsonb_build_object('note', %(note)s::jsonb, 'manifest', %(manifest)s::text, 'row', v.row),
-    finished_at = %(now)s, updated_at = %(now)s, source_url = v.source_url, file = v.file,
-    web_file = v.web_file, sha256 = v.sha256, width = v.width, height = v.height
+UPDATE {table} AS i SET """ + ", ".join(f"{c} = {e}" for c, e in _RECORDED.items()) + """
 FROM unnest(%(ids)s::bigint[], %(rows)s::int[], %(urls)s::text[], %(files)s::text[], %(webs)s::text[],
             %(shas)s::text[], %(widths)s::int[], %(heights)s::int[])
      AS v(id, row, source_url, file, web_file, sha256, width, height)
@@ -121,13 +126,6 @@ def images_record(*, records: Sequence[ImageRecord], model: str, note: Any, mani
     Image.objects.bulk_update(objs, ["status", "error", "backend", "model", "params", "finished_at", "updated_at",
                                      "source_url", "file", "web_file", "sha256", "width", "height"], batch_size=2000)
 
-
-# What RECORD_SQL sets on an imported image, as expressions over the unnest row `v` (PLAN_RECORDED_SQL).
-_RECORDED = {
-    "status": "'done'", "error": "''", "backend": "'import'", "model": "%(model)s",
-    "params": "jsonb_build_object('note', %(note)s::jsonb, 'manifest', %(manifest)s::text, 'row', v.row)",
-    "finished_at": "%(now)s", "updated_at": "%(now)s", "source_url": "v.source_url", "file": "v.file",
-    "web_file": "v.web_file", "sha256": "v.sha256", "width": "v.width", "height": "v.height"}
 
 PLAN_RECORDED_SQL = """
 WITH planned AS (

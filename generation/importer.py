@@ -329,12 +329,10 @@ def images_import(*, campaign: Campaign, manifest_name: str, manifest: bytes | B
 
 def _record(row: ManifestRow, meta: Any, *, image_id: int) -> ImageRecord:
     """What the import stores for one manifest row: its URL, or its stored file (`meta`)."""
-    if meta is None:
-        return ImageRecord(image_id=image_id, row=row.line, source_url=row.url, prompt_id=row.prompt.pk,
-                           sample_index=row.sample_index)
-    return ImageRecord(image_id=image_id, row=row.line, source_url=row.url, file=meta.file, web_file=meta.web_file,
-                       sha256=meta.sha256, width=meta.width, height=meta.height, prompt_id=row.prompt.pk,
-                       sample_index=row.sample_index)
+    stored = {} if meta is None else {"file": meta.file, "web_file": meta.web_file, "sha256": meta.sha256,
+                                      "width": meta.width, "height": meta.height}
+    return ImageRecord(image_id=image_id, row=row.line, source_url=row.url, prompt_id=row.prompt.pk,
+                       sample_index=row.sample_index, **stored)
 
 
 def _record_planned(campaign: Campaign, rows: list[ManifestRow], stored: dict[int, Any], how: dict[str, Any]) -> int:
