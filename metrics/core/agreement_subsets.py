@@ -34,6 +34,7 @@ __all__ = [
     "agreement_by_group",
     "pooled_alpha",
     "alpha_from_coincidences",
+    "coincidence_total",
     "alpha_interval",
 ]
 
@@ -95,10 +96,30 @@ def _coincidence_rows(counts: NDArray[np.int64]) -> NDArray[np.float64]:
     c = counts.astype(float)
     m = c.sum(axis=1)
     k = c.shape[1]
-    pair = c[:, :, None] * c[:, None, :] - np.eye(k)[None] * c[:, :, None]
+    out = np.zeros((c.shape[0], k * k))
+    ok = m >= 2
+    if ok.any():  # only the questions that count (each value as before: x - 0.0 off the diagonal, then / (m - 1))
+        co = c[ok]
+        pair = co[:, :, None] * co[:, None, :]
+        pair[:, np.arange(k), np.arange(k)] -= co
+        pair /= (m[ok] - 1)[:, None, None]
+        out[ok] = pair.reshape(co.shape[0], k * k)
+    return out
+
+
+def coincidence_total(counts: ArrayLike) -> NDArray[np.float64]:
+    """The coincidence matrix (flattened, k*k) of a questions x choices count matrix: the sum of
+    :func:`_coincidence_rows` as one product, ``(c / (m - 1))^T c - diag(sum c / (m - 1))`` over the
+    questions with m >= 2 answers (equal up to float rounding; no per-question rows)."""
+    c = np.asarray(counts, dtype=float)
+    m = c.sum(axis=1)
+    k = c.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        pair = np.where((m >= 2)[:, None, None], pair / np.where(m >= 2, m - 1, 1)[:, None, None], 0.0)
-    return pair.reshape(c.shape[0], k * k)
+        w = np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)
+    cw = c * w[:, None]
+    o = cw.T @ c
+    o[np.arange(k), np.arange(k)] -= cw.sum(axis=0)
+    return o.reshape(k * k)
 
 
 def alpha_from_coincidences(o: ArrayLike) -> NDArray[np.float64]:
@@ -131,8 +152,9 @@ def alpha_interval(counts: ArrayLike, cluster_ids: ArrayLike | None = None, n_bo
         sums = rows
     else:
         codes, ids = encode(as_1d(cluster_ids, "cluster_ids"))
-        sums = np.zeros((len(ids), rows.shape[1]))
-        np.add.at(sums, codes, rows)
+        # Per cluster, per column: the rows added in their order (np.add.at's sums, one bincount per column).
+        sums = np.stack([np.bincount(codes, weights=rows[:, j], minlength=len(ids)) for j in range(rows.shape[1])],
+                        axis=1) if rows.shape[1] else np.zeros((len(ids), 0))
     sums = sums[np.any(sums != 0, axis=1)]
     if sums.shape[0] == 0:
         nan = float("nan")

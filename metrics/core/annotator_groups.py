@@ -29,13 +29,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .agreement_subsets import _coincidence_rows, alpha_from_coincidences
+from .agreement_subsets import alpha_from_coincidences, coincidence_total
 from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences, permuted_studentized
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
-__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "gep_headline", "group_counts", "majority_codes",
-           "permutation_test_groups", "pst_headline"]
+__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "gep_headline", "group_counts", "group_statistic",
+           "majority_codes", "permutation_test_groups", "pst_headline"]
 
 Statistic = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # counts (questions x choices) -> (m,)
 Unit = Literal["majority", "answer"]
@@ -181,7 +181,7 @@ def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLi
 
 def alpha_stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
     """Krippendorff's alpha (nominal) of a count matrix, as a one-element array."""
-    return np.atleast_1d(alpha_from_coincidences(_coincidence_rows(np.asarray(counts)).sum(axis=0))).astype(float)
+    return np.atleast_1d(alpha_from_coincidences(coincidence_total(counts))).astype(float)
 
 
 class HeadlineWithAlpha:
@@ -220,6 +220,14 @@ def _studentize(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.i
     return d_all, compare, n
 
 
+def group_statistic(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int, n_choices: int,
+                    annotators: Sequence[int], statistic: Statistic) -> NDArray[np.float64]:
+    """``statistic`` of the answers of ``annotators``: what :func:`permutation_test_groups` computes for each
+    side of a pair (the group's vote counts are the same whichever pool they are counted in)."""
+    member = np.isin(np.asarray(a_annotator, dtype=np.int64), np.asarray(annotators, dtype=np.int64))
+    return statistic(group_counts(a_qidx, a_code, member, n_questions, n_choices))
+
+
 @dataclass(frozen=True)
 class GroupTest:
     """``difference = statistic(A) - statistic(B)`` per statistic, with permutation p-values."""
@@ -234,9 +242,13 @@ class GroupTest:
 
 def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int,
                             n_choices: int, annotators_a: Sequence[int], annotators_b: Sequence[int],
-                            statistic: Statistic, n_perm: int = 1000, seed: int | None = 0) -> GroupTest:
+                            statistic: Statistic, n_perm: int = 1000, seed: int | None = 0,
+                            group_statistics: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+                            ) -> GroupTest:
     """Permutation test of the difference of ``statistic`` between the groups of annotators A and B
-    (see the module docstring). Answers of annotators in neither group are ignored."""
+    (see the module docstring). Answers of annotators in neither group are ignored. ``group_statistics``: the
+    statistic of A's and of B's answers when the caller has them (:func:`group_statistic`, once per group
+    for the many pairs a group is in); else computed here, the same values."""
     q = np.asarray(a_qidx, dtype=np.int64)
     who = np.asarray(a_annotator, dtype=np.int64)
     code = np.asarray(a_code, dtype=np.int64)
@@ -256,7 +268,7 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
                 statistic(group_counts(q, code, ~member, n_questions, n_choices)))
 
     observed_side = np.arange(pool.size) < n_a
-    sa, sb = both(observed_side)
+    sa, sb = both(observed_side) if group_statistics is None else group_statistics
     observed = sa - sb
     rng = np.random.default_rng(seed)
     hits = np.zeros(observed.shape, dtype=np.int64)

@@ -44,6 +44,7 @@ from metrics.core.annotator_groups import (
     HeadlineWithAlpha,
     alpha_stat,
     gep_headline,
+    group_statistic,
     permutation_test_groups,
     pst_headline,
 )
@@ -123,14 +124,14 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
         # is kept apart (the group figures' own domain is the annotators rules'), not the report's.
         with warnings.catch_warnings(), collecting(WarningLog()):  # NaN figures of an undetermined group
             warnings.simplefilter("ignore", RuntimeWarning)
-            pst_part = pst_section(sub, labels, ties, group_options, seed)
+            pst_part = pst_section(sub, labels, ties, group_options, seed, headline=True)
         for s in settings:
             one = pst_part[cast(PstSettingName, s)]  # the spec's setting names are `str` to mypy
             headline[f"sts_{s}"] = {"value": one["overall"], "ci": one.get("overall_ci"),
                                     "ci_method": one.get("overall_ci_method")}
     else:
         with collecting(WarningLog()):
-            gep_part = gep_section(sub, labels, ties, group_options, seed)
+            gep_part = gep_section(sub, labels, ties, group_options, seed, headline=True)
         for s in settings:
             part: Mapping[str, Any] = gep_part.get(cast(GepSettingName, s), {})
             headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci"),
@@ -195,14 +196,26 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []
         if options.n_perm > 0:
+            # Each group's own statistic once, not once per pair it is in (the same values).
+            own: dict[str, Any] = {}
+            own_alpha: dict[str, Any] = {}
             for a, b in combinations(named, 2):
                 stat = stat or _statistic(data, options, settings, alpha=not adaptive)
+                for g in (a, b):
+                    if g not in own:
+                        own[g] = group_statistic(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[g], stat)
                 res = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
-                                              members[b], stat, n_perm=options.n_perm, seed=seed)
+                                              members[b], stat, n_perm=options.n_perm, seed=seed,
+                                              group_statistics=(own[a], own[b]))
                 rows = [(res, i) for i in range(len(metrics) + (0 if adaptive else 1))]
                 if adaptive:  # alpha on the first `min` answers of every question
+                    for g in (a, b):
+                        if g not in own_alpha:
+                            own_alpha[g] = group_statistic(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k,
+                                                           members[g], alpha_stat)
                     ta = permutation_test_groups(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k, members[a],
-                                                 members[b], alpha_stat, n_perm=options.n_perm, seed=seed)
+                                                 members[b], alpha_stat, n_perm=options.n_perm, seed=seed,
+                                                 group_statistics=(own_alpha[a], own_alpha[b]))
                     rows.append((ta, 0))
                 for metric, (r, i) in zip(metric_keys, rows, strict=True):
                     tests.append({"a": a, "b": b, "metric": metric, "unit": "answer", "value_a": _f(r.a[i]),

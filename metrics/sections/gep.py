@@ -21,13 +21,14 @@ from .values import num as _f
 
 def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
                  gender_order: list[str], attribute_order: list[str], options: ReportOptions,
-                 seed: int) -> GepSetting:
-    """GEP figures of the questions in `mask` (one setting, or one template of a setting)."""
+                 seed: int, context: bool = True) -> GepSetting:
+    """GEP figures of the questions in `mask` (one setting, or one template of a setting); `context`: with the
+    score per context (`by_context`)."""
     genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
     present_attrs = [a for a in attribute_order if (attributes == a).any()]
     rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
     by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
-                                    present_attrs, options.gep_tie_policy)
+                                    present_attrs, options.gep_tie_policy) if context else {}
     section: GepSetting = {
         "score": _f(rep["score"]),
         "vector": {a: _f(v) for a, v in rep["vector"].items()},
@@ -39,6 +40,8 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
         "ties": int(ties[mask].sum()),
         "unanswered": int((lab == "").sum()),
     }
+    if not context:
+        del section["by_context"]
     if options.n_boot > 0:
         section.update(gep_setting_intervals(
             images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
@@ -59,7 +62,10 @@ def _flag_sparse(setting: str, section: GepSetting) -> None:
 
 
 def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
-                seed: int) -> GepBlock:
+                seed: int, headline: bool = False) -> GepBlock:
+    """The `gep` section. `headline`: per setting only the figures of :func:`_gep_setting` without `by_context`
+    (the score and its interval among them: the same values), no templates or distances: what an annotator
+    group's figures read (metrics/sections/annotators.py)."""
     design = data.campaign.spec["design"]
     gender_order = [g["name"] for g in design["genders"]]
     attribute_order = [a["name"] for a in design["attributes"]]
@@ -75,7 +81,11 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         mask = (data.q_setting == setting) & np.isin(genders_all, gender_order[:2])
         if not mask.any():
             continue
-        section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed)
+        section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed,
+                               context=not headline)
+        if headline:
+            out[cast(GepSettingName, setting)] = section
+            continue
         if "score_ci" in section:
             _flag_sparse(str(setting), section)
         names = template_labels(templates[mask])

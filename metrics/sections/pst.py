@@ -96,7 +96,10 @@ def _pst_gap(data: CampaignData, out: PstBlock, setting_rows: dict[str, np.ndarr
 
 
 def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
-                seed: int) -> PstBlock:
+                seed: int, headline: bool = False) -> PstBlock:
+    """The `pst` section. `headline`: per setting only the figures of :func:`_pst_setting` without runs (the
+    overall STS and its interval among them: the same values), nothing else (no templates, gender balance,
+    gap, intervention analysis): what an annotator group's figures read (metrics/sections/annotators.py)."""
     spec = data.campaign.spec
     groups_spec = spec["design"]["identities"]["groups"]
     stereotype_of = {g["name"]: g["stereotype"] for g in groups_spec}
@@ -116,7 +119,10 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         # STS per run for any setting with more than one sample (and always for single, PST Table 13).
         use_runs = setting == SINGLE or np.unique(runs).size > 1
         section = _pst_setting(identities[mask], groups[mask], stereotypes[mask], labels[mask], data.q_image[mask],
-                               runs if use_runs else None, options, seed)
+                               runs if use_runs and not headline else None, options, seed)
+        if headline:
+            out[cast(PstSettingName, setting)] = section
+            continue
         names = template_labels(templates[mask])
         if len(names) > 1:  # several prompt templates: every figure per template, and their mean
             section["by_template"] = {}
@@ -144,6 +150,8 @@ def pst_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
             "unanswered": int((lk == pst.K_MISSING).sum()),
             "persons": int(mask.sum()),
         }
+    if headline:
+        return out
     out["excluded"]["images_excluded_by_researcher"] = data.counts.get("images_excluded", 0)
     out["excluded"]["treatment"] = ("counted as -1 (paper formula)" if options.treatment == "paper"
                                     else "left out of every mean")

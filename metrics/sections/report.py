@@ -23,6 +23,7 @@ from typing import Any, cast
 import numpy as np
 
 from campaigns.spec import PST
+from metrics.core.intervals import shared_draws
 from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions
@@ -68,7 +69,7 @@ def report_from_data(data: CampaignData, options: ReportOptions,
                      labels: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     """The report of the data; `labels` (label per question, is_tie per question) replaces the human
     majority (a machine labeller's labels for `?source=<labeller>`, metrics/sections/sources.py)."""
-    with collecting() as log:
+    with collecting() as log, shared_draws():  # the same images resampled by many sections: drawn once
         report = _report_sections(data, options, labels)
     # Figures or sections left out or flagged, and why (metrics/core/report_warnings.py).
     report["warnings"] = log.as_list()

@@ -3,6 +3,7 @@ with small groups merged, per-group figures from the group's own answers with in
 permutation test between groups, the `min_group` option, and the JSON / CSV / HTML exports."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import zipfile
@@ -17,7 +18,7 @@ from annotation.models import Answer, DemographicsResponse, Enrollment
 from annotation.services.demographics import demographics_release_cut
 from metrics.options import ReportOptions
 from metrics.snapshots.report import report_build
-from tests.builders.metrics import SMALL_PST, annotators, campaign_with_questions
+from tests.builders.metrics import SMALL_GEP, SMALL_PST, annotators, campaign_with_questions
 from tests.conftest import token_client
 
 pytestmark = pytest.mark.django_db
@@ -25,9 +26,10 @@ pytestmark = pytest.mark.django_db
 STEREO = {"male": "Masculine", "female": "Feminine"}
 
 
-def _campaign(owner: User, genders: dict[str, int]) -> tuple[Any, dict[str, list[Any]]]:
-    """PST campaign; women answer the stereotyped gender on 90% of persons, men "Cannot identify" on 60%."""
-    campaign, questions = campaign_with_questions(owner, {**SMALL_PST, "name": "who-labelled"})
+def _campaign(owner: User, genders: dict[str, int], spec: dict[str, Any] = SMALL_PST) -> tuple[Any, dict[str, list[Any]]]:
+    """PST campaign; women answer the stereotyped gender on 90% of persons, men "Cannot identify" on 60%
+    (GEP, `spec` SMALL_GEP: "Yes" where the PST rule says the stereotype, else "No")."""
+    campaign, questions = campaign_with_questions(owner, {**spec, "name": "who-labelled"})
     campaign.spec["annotation"]["demographics"] = default_section(ask=True)
     campaign.save(update_fields=["spec"])
     people: dict[str, list[Any]] = {}
@@ -40,14 +42,16 @@ def _campaign(owner: User, genders: dict[str, int]) -> tuple[Any, dict[str, list
                 DemographicsResponse.objects.create(annotator=a, campaign=campaign, consent_version="1",
                                                     consented_at=now, answers={"gender": gender, "country": "NZ"})
     rows = []
+    gep = spec["kind"] == "gep"
     for i, q in enumerate(questions):
-        stereo = STEREO[q.metadata["group"]]
+        stereo = "Yes" if gep else STEREO[q.metadata["group"]]
         for gender, group in people.items():
             for j, a in enumerate(group):
+                other = "No" if gep else "Cannot identify"
                 if gender == "man":
-                    choice = "Cannot identify" if (i + j) % 5 < 3 else stereo
+                    choice = other if (i + j) % 5 < 3 else stereo
                 else:
-                    choice = stereo if (i + j) % 10 else "Cannot identify"
+                    choice = stereo if (i + j) % 10 else other
                 rows.append(Answer(campaign=campaign, question=q, annotator=a, choice=choice, time_ms=1000))
     Answer.objects.bulk_create(rows)
     demographics_release_cut(campaign=campaign, reason="request")  # the section reports on a release only
@@ -159,3 +163,40 @@ def test_group_agreement_under_adaptive_redundancy_uses_the_first_min_answers(re
     assert alpha["value_b"] == pytest.approx(groups["woman"]["agreement"]["krippendorff_alpha"])
     headline = next(t for t in section["fields"]["gender"]["tests"] if t["metric"] == "sts_single")
     assert headline["difference"] < -50  # the headline test still uses every answer
+
+
+@pytest.mark.parametrize("spec", [SMALL_PST, SMALL_GEP], ids=["pst", "gep"])
+def test_group_figures_equal_the_full_sections_figures(researcher, monkeypatch, spec):
+    """A group's figures come from the headline-only sections (`headline=True`: no runs, templates, contexts,
+    gender balance, gap or intervention analysis): every figure the section prints equals the one the full
+    section gives on the group's answers, and a report's one scope of shared draws changes no figure."""
+    from metrics.core import intervals
+    from metrics.sections import annotators as section_module
+    from metrics.sections import report as report_module
+
+    campaign, _ = _campaign(researcher, {"woman": 5, "man": 6}, spec)
+    options = ReportOptions(n_boot=300, n_perm=100)
+    monkeypatch.setattr(intervals, "_CACHED_CELLS", 0)  # every draw through the report's scope (or none below)
+    drawn: list[tuple[int, int]] = []
+    real_scope = report_module.shared_draws
+
+    @contextlib.contextmanager
+    def counted() -> Any:
+        with real_scope() as scope:
+            yield scope
+        drawn.append((scope.drawn, scope.reused))
+
+    monkeypatch.setattr(report_module, "shared_draws", counted)
+    fast = report_build(campaign=campaign, options=options)
+    assert drawn and drawn[0][1] > 0  # the groups' GEP / PST draws reused the report's
+    seen: list[bool] = []
+    full = {name: getattr(section_module, name) for name in ("pst_section", "gep_section")}
+    for name, build in full.items():
+        monkeypatch.setattr(section_module, name, lambda *a, _b=build, headline=False: seen.append(headline) or _b(*a))
+    monkeypatch.setattr(report_module, "shared_draws", contextlib.nullcontext)  # no scope: every draw its own
+    slow = report_build(campaign=campaign, options=options)
+    assert seen and all(seen)  # the group figures asked for the headline only
+    groups = fast["annotators"]["fields"]["gender"]["groups"]
+    assert {"woman", "man"} <= set(groups) and groups["woman"]["headline"]
+    assert all(v["ci"] is not None for v in groups["woman"]["headline"].values())
+    assert fast == slow

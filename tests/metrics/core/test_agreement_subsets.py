@@ -5,6 +5,8 @@ from __future__ import annotations
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metrics.core import agreement
 from metrics.core import agreement_subsets as ags
@@ -66,3 +68,47 @@ def test_alpha_interval_matches_the_package_and_covers() -> None:
     shared = np.repeat(noisy_counts(rng, 40, 0.3, 0.9), 10, axis=0)
     flat, clus = ags.alpha_interval(shared, n_boot=500), ags.alpha_interval(shared, img, n_boot=500)
     assert clus.high - clus.low > 2 * (flat.high - flat.low)
+
+
+def _rows_reference(counts: np.ndarray) -> np.ndarray:
+    """The per-question coincidence rows as first written (every question, then a mask)."""
+    c = counts.astype(float)
+    m = c.sum(axis=1)
+    k = c.shape[1]
+    pair = c[:, :, None] * c[:, None, :] - np.eye(k)[None] * c[:, :, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pair = np.where((m >= 2)[:, None, None], pair / np.where(m >= 2, m - 1, 1)[:, None, None], 0.0)
+    return pair.reshape(c.shape[0], k * k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.lists(st.lists(st.integers(0, 6), min_size=4, max_size=4), min_size=0, max_size=40))
+def test_coincidence_rows_and_total_for_every_count_matrix(k: int, table: list[list[int]]) -> None:
+    """The rows (only the questions with two answers or more computed) are the reference's to the bit; the
+    total (one product, no rows) their sum to float rounding; alpha from it is the package's."""
+    counts = np.asarray(table, dtype=np.int64).reshape(-1, 4)[:, :k]
+    rows = ags._coincidence_rows(counts)
+    assert rows.shape == (counts.shape[0], k * k)
+    np.testing.assert_array_equal(rows, _rows_reference(counts))
+    total = ags.coincidence_total(counts)
+    np.testing.assert_allclose(total, rows.sum(axis=0), rtol=1e-12, atol=1e-12)
+    pairable = counts[counts.sum(axis=1) >= 2]
+    if k >= 2 and pairable.size and len(np.unique(np.nonzero(pairable)[1])) >= 2:
+        assert float(ags.alpha_from_coincidences(total)) == pytest.approx(
+            krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal"), abs=1e-9)
+
+
+def test_alpha_interval_cluster_sums_are_the_add_at_sums() -> None:
+    """The per-image sums (one bincount per column) are np.add.at's, to the bit: the interval is unchanged."""
+    rng = np.random.default_rng(7)
+    counts = noisy_counts(rng, 600, 0.3, 0.9, missing=0.2)
+    img = rng.integers(0, 90, 600)
+    rows = ags._coincidence_rows(counts)
+    ids, codes = np.unique(img, return_inverse=True)
+    expected = np.zeros((len(ids), rows.shape[1]))
+    np.add.at(expected, codes, rows)
+    expected = expected[np.any(expected != 0, axis=1)]
+    from metrics.core.intervals import stratified_cluster_bca
+    ref = stratified_cluster_bca(expected, lambda t: ags.alpha_from_coincidences(t[:, 0, :]), None, 400, 0.95, 3)
+    got = ags.alpha_interval(counts, img, n_boot=400, seed=3)
+    assert (got.estimate, got.low, got.high) == (ref.estimate, ref.low, ref.high)

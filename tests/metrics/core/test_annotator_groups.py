@@ -12,6 +12,7 @@ from metrics.core.annotator_groups import (
     alpha_stat,
     gep_headline,
     group_counts,
+    group_statistic,
     majority_codes,
     permutation_test_groups,
     pst_headline,
@@ -159,3 +160,30 @@ def test_answer_level_sts_is_tested_on_its_studentized_difference():
     got = permuted_studentized(q, code, who.astype(np.intp), n_ann, side[None], stat.parts)
     assert got[0, 0] == pytest.approx((ra - rb) / np.sqrt(va + vb))
     assert t.difference[0] == pytest.approx(ra - rb)  # the reported difference stays the raw one
+
+
+def test_a_groups_statistic_computed_once_gives_the_same_test():
+    """The section computes each group's own statistic once for all its pairs (`group_statistic`, over every
+    answer): the test given it equals the test that counts the pair's pool itself, to the bit."""
+    from metrics.core.annotator_groups import HeadlineWithAlpha
+
+    rng = np.random.default_rng(11)
+    n_q = 80
+    q = np.repeat(np.arange(n_q), 15)
+    who = np.tile(np.arange(15), n_q)
+    keep = rng.random(q.size) < 0.7  # not everyone answers everything
+    q, who = q[keep], who[keep]
+    code = rng.integers(0, 3, q.size)
+    stereotypes = rng.choice(["feminine", "masculine"], n_q)
+    stat = HeadlineWithAlpha(pst_headline(PST_CHOICES, stereotypes, rng.choice(["single", "paired"], n_q),
+                                          ["single", "paired"], "paper", unit="answer"))
+    groups = {"a": [0, 1, 2, 3, 4], "b": [5, 6, 7, 8], "c": [9, 10, 11, 12, 13, 14]}
+    own = {g: group_statistic(q, who, code, n_q, 3, m, stat) for g, m in groups.items()}
+    for x, y in (("a", "b"), ("a", "c"), ("b", "c")):
+        plain = permutation_test_groups(q, who, code, n_q, 3, groups[x], groups[y], stat, n_perm=99, seed=3)
+        given = permutation_test_groups(q, who, code, n_q, 3, groups[x], groups[y], stat, n_perm=99, seed=3,
+                                        group_statistics=(own[x], own[y]))
+        for field in ("a", "b", "difference", "p_value"):
+            np.testing.assert_array_equal(getattr(given, field), getattr(plain, field))
+        assert given.studentized == plain.studentized
+    assert not np.array_equal(own["a"], own["b"])  # the groups differ: the check can tell them apart
