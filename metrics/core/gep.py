@@ -145,13 +145,16 @@ def gep_report(
     gender_order: Sequence[Any],
     attribute_order: Sequence[Any] | None = None,
     tie_policy: GepTiePolicy = "absent",
+    frequencies: Frequencies | None = None,
 ) -> dict[str, Any]:
-    """Frequencies, GEP vector (gender_order[0] - gender_order[1]) and GEP score.
+    """Frequencies, GEP vector (gender_order[0] - gender_order[1]) and GEP score. ``frequencies``: the
+    :func:`attribute_frequencies` of these same arguments when the caller has them (not recomputed).
 
     Returns plain data: ``{"frequencies": {gender: {attribute: f}}, "vector":
     {attribute: v}, "score": float, "n_attributes": int, "counts": {gender:
     {attribute: {"present", "total", "ties"}}}, "tie_policy": str}``."""
-    fr = attribute_frequencies(genders, attributes, labels, gender_order, attribute_order, tie_policy)
+    fr = frequencies if frequencies is not None else attribute_frequencies(
+        genders, attributes, labels, gender_order, attribute_order, tie_policy)
     v = gep_vector(fr.freq)
     return {
         "tie_policy": tie_policy,

@@ -388,6 +388,7 @@ def gep_intervals(
     n_boot: int = 2000,
     confidence: float = 0.95,
     seed: int | None = 0,
+    frequencies: Any = None,
 ) -> dict[str, Any]:
     """GEP score, vector and frequencies (first two genders of ``gender_order``)
     with intervals: score by :func:`abs_mean_interval` (``"gep-test-inversion"``,
@@ -397,10 +398,13 @@ def gep_intervals(
     missing handling as :func:`metrics.core.gep.attribute_frequencies`.
 
     Returns ``{"score": CI, "vector": {attribute: CI}, "frequencies": {gender:
-    {attribute: CI}}, "attributes": [...]}``."""
+    {attribute: CI}}, "attributes": [...]}``. ``frequencies``: the
+    :func:`metrics.core.gep.attribute_frequencies` of these same rows and orders when the caller has
+    them (the report's GEP section: once per setting, not twice)."""
     from .gep import attribute_frequencies, present_weights
 
-    fr = attribute_frequencies(genders, attributes, labels, gender_order, attribute_order, tie_policy)
+    fr = frequencies if frequencies is not None else attribute_frequencies(
+        genders, attributes, labels, gender_order, attribute_order, tie_policy)
     na = len(fr.attributes)
     g_codes, _ = encode(as_1d(genders, "genders"), gender_order)
     a_codes, _ = encode(as_1d(attributes, "attributes"), fr.attributes)

@@ -26,7 +26,10 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
     score per context (`by_context`)."""
     genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
     present_attrs = [a for a in attribute_order if (attributes == a).any()]
-    rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
+    # The frequencies once: the report's figures and their intervals read the same ones.
+    fr = gep.attribute_frequencies(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
+    rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy,
+                         frequencies=fr)
     by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
                                     present_attrs, options.gep_tie_policy) if context else {}
     section: GepSetting = {
@@ -46,7 +49,7 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
         section.update(gep_setting_intervals(
             images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
             gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
-            n_boot=options.n_boot, confidence=options.confidence, seed=seed))
+            n_boot=options.n_boot, confidence=options.confidence, seed=seed, frequencies=fr))
     return section
 
 

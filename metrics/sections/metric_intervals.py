@@ -118,10 +118,11 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
 
 def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray, attributes: np.ndarray, labels: np.ndarray,
                           gender_order: list[str], attribute_order: list[str], tie_policy: GepTiePolicy, n_boot: int,
-                          confidence: float, seed: int) -> GepSettingIntervals:
-    """`score_ci` (test inversion), `vector_ci` (Newcombe), `frequencies_ci` (Wilson) of one setting."""
+                          confidence: float, seed: int, frequencies: Any = None) -> GepSettingIntervals:
+    """`score_ci` (test inversion), `vector_ci` (Newcombe), `frequencies_ci` (Wilson) of one setting
+    (`frequencies`: its `attribute_frequencies`, when the caller has them)."""
     res = mi.gep_intervals(images, genders, attributes, labels, gender_order[:2], attribute_order, tie_policy,
-                           n_boot, confidence, seed)
+                           n_boot, confidence, seed, frequencies)
     score = res["score"]
     return {
         "score_ci": ci_of(score), "score_ci_method": score.method, "score_ci_extended": bool(score.extended),

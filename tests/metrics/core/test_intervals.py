@@ -215,3 +215,20 @@ def test_shared_draws_keep_a_large_matrix_from_its_second_request_with_the_same_
         block = next(iter(ro.kept.values()))[0][0]
         with pytest.raises(ValueError):
             block[0, 0] = 7
+
+
+def test_gep_report_and_intervals_given_the_frequencies_are_the_same() -> None:
+    """The report's GEP section computes the frequencies once and hands them to both: the same figures
+    as each computing its own; other frequencies do change them (the argument is read)."""
+    d = _cogview2_neutral_rows()
+    args = (d["genders"], d["attributes"], d["labels"], ["A woman", "A man"], d["attrs"])
+    fr = gep.attribute_frequencies(*args)
+    assert gep.gep_report(*args, frequencies=fr) == gep.gep_report(*args)
+    given = mi.gep_intervals(d["image_ids"], *args, n_boot=300, seed=0, frequencies=fr)
+    own = mi.gep_intervals(d["image_ids"], *args, n_boot=300, seed=0)
+    assert repr(given) == repr(own)
+    other = gep.attribute_frequencies(d["genders"], d["attributes"], np.where(d["labels"] == "yes", "no", "yes"),
+                                      ["A woman", "A man"], d["attrs"])
+    assert gep.gep_report(*args, frequencies=other)["score"] != gep.gep_report(*args)["score"]
+    assert mi.gep_intervals(d["image_ids"], *args, n_boot=300, seed=0, frequencies=other)["score"].estimate \
+        != own["score"].estimate
