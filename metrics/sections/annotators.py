@@ -147,6 +147,15 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
     return {"headline": headline, "agreement": agreement, "questions_labelled": int((labels != "").sum())}
 
 
+def _own_statistics(source: CampaignData, named: list[str], members: Mapping[str, list[int]],
+                    stat: Any) -> dict[str, Any]:
+    """Each named group's own statistic on `source`'s answers, once for all the pairs it is in (what
+    `permutation_test_groups` would compute for each side: the same values)."""
+    n_q, k = int(source.q_id.size), len(source.choices)
+    return {g: group_statistic(source.a_qidx, source.a_annotator, source.a_code, n_q, k, members[g], stat)
+            for g in named}
+
+
 def annotators_section(data: CampaignData, options: ReportOptions, seed: int) -> AnnotatorsBlock:
     """The `annotators` section (see the module docstring)."""
     release = data.demographics_release
@@ -195,24 +204,16 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                                                    np.isin(agree.a_annotator, members[name])))
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []
-        if options.n_perm > 0:
-            # Each group's own statistic once, not once per pair it is in (the same values).
-            own: dict[str, Any] = {}
-            own_alpha: dict[str, Any] = {}
+        if options.n_perm > 0 and len(named) > 1:
+            stat = stat or _statistic(data, options, settings, alpha=not adaptive)
+            own = _own_statistics(data, named, members, stat)
+            own_alpha = _own_statistics(agree, named, members, alpha_stat) if adaptive else {}
             for a, b in combinations(named, 2):
-                stat = stat or _statistic(data, options, settings, alpha=not adaptive)
-                for g in (a, b):
-                    if g not in own:
-                        own[g] = group_statistic(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[g], stat)
                 res = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
                                               members[b], stat, n_perm=options.n_perm, seed=seed,
                                               group_statistics=(own[a], own[b]))
                 rows = [(res, i) for i in range(len(metrics) + (0 if adaptive else 1))]
                 if adaptive:  # alpha on the first `min` answers of every question
-                    for g in (a, b):
-                        if g not in own_alpha:
-                            own_alpha[g] = group_statistic(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k,
-                                                           members[g], alpha_stat)
                     ta = permutation_test_groups(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k, members[a],
                                                  members[b], alpha_stat, n_perm=options.n_perm, seed=seed,
                                                  group_statistics=(own_alpha[a], own_alpha[b]))

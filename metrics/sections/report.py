@@ -23,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 
 from campaigns.spec import PST
-from metrics.core.intervals import shared_draws
+from metrics.core.draws import shared_draws
 from metrics.core.report_warnings import collecting, warn
 from metrics.extract.data import CampaignData
 from metrics.options import AGGREGATIONS, GEP_TIE_POLICIES, TREATMENTS, ReportOptions

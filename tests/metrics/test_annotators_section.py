@@ -170,13 +170,13 @@ def test_group_figures_equal_the_full_sections_figures(researcher, monkeypatch, 
     """A group's figures come from the headline-only sections (`headline=True`: no runs, templates, contexts,
     gender balance, gap or intervention analysis): every figure the section prints equals the one the full
     section gives on the group's answers, and a report's one scope of shared draws changes no figure."""
-    from metrics.core import intervals
+    from metrics.core import draws
     from metrics.sections import annotators as section_module
     from metrics.sections import report as report_module
 
     campaign, _ = _campaign(researcher, {"woman": 5, "man": 6}, spec)
     options = ReportOptions(n_boot=300, n_perm=100)
-    monkeypatch.setattr(intervals, "_CACHED_CELLS", 0)  # every draw through the report's scope (or none below)
+    monkeypatch.setattr(draws, "_CACHED_CELLS", 0)  # every draw through the report's scope (or none below)
     drawn: list[tuple[int, int]] = []
     real_scope = report_module.shared_draws
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from metrics.core import gep, pst, uncertainty
+from metrics.core import draws, gep, pst, uncertainty
 from metrics.core import intervals as iv
 from metrics.core import metric_intervals as mi
 
@@ -178,16 +178,16 @@ def test_shared_draws_keep_a_large_matrix_from_its_second_request_with_the_same_
     whatever its size; the draws are the ones made without the scope; the least recently used go first
     over the byte limit and a matrix over it is never kept; a nested scope is the outer one; outside,
     nothing is kept."""
-    monkeypatch.setattr(iv, "_CACHED_CELLS", 0)
+    monkeypatch.setattr(draws, "_CACHED_CELLS", 0)
     rng = np.random.default_rng(4)
     sums = rng.integers(0, 5, size=(300, 4)).astype(float)
     strata = rng.integers(0, 2, 300)
     alone = iv.stratified_cluster_draws(sums, strata, 200, seed=9)
-    with iv.shared_draws() as scope:
+    with draws.shared_draws() as scope:
         first = iv.stratified_cluster_draws(sums, strata, 200, seed=9)
         assert not scope.kept  # one request: noted, not kept
         again = iv.stratified_cluster_draws(sums * 2, strata, 200, seed=9)  # other sums, the same images
-        with iv.shared_draws() as inner:
+        with draws.shared_draws() as inner:
             assert inner is scope
             third = iv.stratified_cluster_draws(sums, strata, 200, seed=9)
         other_seed = iv.stratified_cluster_draws(sums, strata, 200, seed=10)
@@ -196,20 +196,20 @@ def test_shared_draws_keep_a_large_matrix_from_its_second_request_with_the_same_
     np.testing.assert_array_equal(third, alone)
     assert not np.array_equal(other_seed, alone)
     assert (scope.drawn, scope.reused) == (3, 1)
-    assert iv._SHARED.get() is None
-    one = sum(b.nbytes for blocks in iv._multiplicities_drawn(9, 200, (300,)) for b in blocks)
+    assert draws._SHARED.get() is None
+    one = sum(b.nbytes for blocks in draws._multiplicities_drawn(9, 200, (300,)) for b in blocks)
     outside = {seed: iv.stratified_cluster_draws(sums, None, 200, seed=seed) for seed in (1, 2)}
-    with iv.shared_draws(max_bytes=one) as small:  # room for one: the newest kept, the older dropped
+    with draws.shared_draws(max_bytes=one) as small:  # room for one: the newest kept, the older dropped
         for seed in (1, 1, 2, 2, 1, 1):
             np.testing.assert_array_equal(iv.stratified_cluster_draws(sums, None, 200, seed=seed), outside[seed])
         assert list(small.kept) == [(1, 200, (300,))]
         assert (small.drawn, small.reused) == (5, 1)
-    with iv.shared_draws(max_bytes=one - 1) as tiny:  # too large to keep: drawn every time
+    with draws.shared_draws(max_bytes=one - 1) as tiny:  # too large to keep: drawn every time
         for _ in range(3):
             iv.stratified_cluster_draws(sums, None, 200, seed=3)
         assert (tiny.drawn, tiny.reused, len(tiny.kept)) == (3, 0, 0)
     # Kept matrices are read-only: a caller cannot change another's draws.
-    with iv.shared_draws() as ro:
+    with draws.shared_draws() as ro:
         iv.stratified_cluster_draws(sums, None, 50, seed=3)
         iv.stratified_cluster_draws(sums, None, 50, seed=3)
         block = next(iter(ro.kept.values()))[0][0]
