@@ -15,13 +15,14 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SHARED_DRAWS_BYTES", "multiplicities", "shared_draws"]
+__all__ = ["SHARED_DRAWS_BYTES", "draw_blocks", "multiplicities", "shared_draws"]
 
 _BLOCK_CELLS = 4_000_000  # (draws x clusters) cells per block: bounds memory
 
 
-def _blocks(n_boot: int, n_clusters: int) -> Iterator[int]:
-    step = max(1, _BLOCK_CELLS // max(1, n_clusters))
+def draw_blocks(n_boot: int, n_clusters: int, cells: int = _BLOCK_CELLS) -> Iterator[int]:
+    """Sizes of the blocks of draws that keep each block's (draws x clusters) under `cells`."""
+    step = max(1, cells // max(1, n_clusters))
     done = 0
     while done < n_boot:
         m = min(step, n_boot - done)
@@ -120,7 +121,7 @@ def _multiplicities_drawn(seed: int | None, n_boot: int, sizes: tuple[int, ...])
     out: list[list[NDArray[np.integer]]] = []
     for n in sizes:
         blocks: list[NDArray[np.integer]] = []
-        for m in (_blocks(n_boot, n) if n else ()):
+        for m in (draw_blocks(n_boot, n) if n else ()):
             idx = rng.integers(0, n, size=(m, n))
             idx += (np.arange(m) * n)[:, None]
             mult = np.bincount(idx.ravel(), minlength=m * n).reshape(m, n)

@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._arrays import as_1d, encode
+from .draws import draw_blocks
 from .pst import Treatment, stereo_weights
 
 __all__ = [
@@ -86,12 +87,7 @@ def multiplicities(rng: np.random.Generator, n_boot: int, n_clusters: int) -> ND
 
 
 def _chunks(n_boot: int, n_clusters: int) -> Iterator[int]:
-    step = max(1, _MAX_CELLS // max(1, n_clusters))
-    done = 0
-    while done < n_boot:
-        m = min(step, n_boot - done)
-        yield m
-        done += m
+    return draw_blocks(n_boot, n_clusters, _MAX_CELLS)
 
 
 def _percentiles(draws: NDArray[np.float64], confidence: float) -> tuple[Any, Any]:
