@@ -19,6 +19,9 @@ __all__ = ["SHARED_DRAWS_BYTES", "draw_blocks", "multiplicities", "shared_draws"
 
 _BLOCK_CELLS = 4_000_000  # (draws x clusters) cells per block: bounds memory
 
+#: Per stratum, the blocks of a (draws x clusters) multiplicity matrix.
+Multiplicities = list[list[NDArray[np.integer]]]
+
 
 def draw_blocks(n_boot: int, n_clusters: int, cells: int = _BLOCK_CELLS) -> Iterator[int]:
     """Sizes of the blocks of draws that keep each block's (draws x clusters) under `cells`."""
@@ -33,7 +36,7 @@ def draw_blocks(n_boot: int, n_clusters: int, cells: int = _BLOCK_CELLS) -> Iter
 _CACHED_CELLS = 4_000_000  # multiplicity matrices up to this size are kept (uint8/16: <= 8 MB each)
 
 
-def multiplicities(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
+def multiplicities(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> Multiplicities:
     """Per stratum, the blocks of draw x cluster multiplicities of
     :func:`metrics.core.intervals.stratified_cluster_draws`
     (a pure function of the seed, the number of draws and the strata sizes). A report draws the same
@@ -45,9 +48,6 @@ def multiplicities(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> lis
     if seed is None or scope is None:
         return _multiplicities_drawn(seed, n_boot, sizes)
     return scope.get(int(seed), n_boot, sizes)
-
-
-Multiplicities = list[list[NDArray[np.integer]]]
 
 
 class _SharedDraws:
@@ -76,9 +76,7 @@ class _SharedDraws:
         if key not in self.seen or size > self.max_bytes:
             self.seen.add(key)
             return out
-        for blocks in out:
-            for b in blocks:
-                b.flags.writeable = False
+        _freeze(out)
         while self.kept and sum(_nbytes(v) for v in self.kept.values()) + size > self.max_bytes:
             self.kept.popitem(last=False)
         self.kept[key] = out
@@ -116,9 +114,9 @@ def shared_draws(max_bytes: int = SHARED_DRAWS_BYTES) -> Iterator[_SharedDraws]:
         _SHARED.reset(token)
 
 
-def _multiplicities_drawn(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
+def _multiplicities_drawn(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> Multiplicities:
     rng = np.random.default_rng(seed)
-    out: list[list[NDArray[np.integer]]] = []
+    out: Multiplicities = []
     for n in sizes:
         blocks: list[NDArray[np.integer]] = []
         for m in (draw_blocks(n_boot, n) if n else ()):
@@ -131,10 +129,14 @@ def _multiplicities_drawn(seed: int | None, n_boot: int, sizes: tuple[int, ...])
     return out
 
 
-@lru_cache(maxsize=16)
-def _multiplicities_cached(seed: int, n_boot: int, sizes: tuple[int, ...]) -> list[list[NDArray[np.integer]]]:
-    out = _multiplicities_drawn(seed, n_boot, sizes)
-    for blocks in out:
+def _freeze(m: Multiplicities) -> Multiplicities:
+    """Read-only blocks: a kept matrix is shared by every interval that asks for it."""
+    for blocks in m:
         for b in blocks:
             b.flags.writeable = False
-    return out
+    return m
+
+
+@lru_cache(maxsize=16)
+def _multiplicities_cached(seed: int, n_boot: int, sizes: tuple[int, ...]) -> Multiplicities:
+    return _freeze(_multiplicities_drawn(seed, n_boot, sizes))

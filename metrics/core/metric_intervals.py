@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._arrays import as_1d, encode
-from .gep import GepTiePolicy
+from .gep import Frequencies, GepTiePolicy
 from .intervals import (
     CI,
     design_effect,
@@ -388,7 +388,7 @@ def gep_intervals(
     n_boot: int = 2000,
     confidence: float = 0.95,
     seed: int | None = 0,
-    frequencies: Any = None,
+    frequencies: Frequencies | None = None,
 ) -> dict[str, Any]:
     """GEP score, vector and frequencies (first two genders of ``gender_order``)
     with intervals: score by :func:`abs_mean_interval` (``"gep-test-inversion"``,
