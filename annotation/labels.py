@@ -83,10 +83,16 @@ def labels_recompute(*, campaign_id: int, question_ids: Iterable[int] | None = N
 LABELS = """
 WITH given AS (
     -- Every answer to the given questions, corrections included (a correction answers the question it
-    -- corrects): found by the question index, whatever the statistics say.
+    -- corrects): found by the question index, whatever the statistics say. A lateral subquery per given
+    -- question (OFFSET 0 keeps it from being flattened into a join) can only be an index scan: with
+    -- `question_id = ANY(...)` over the table, stale statistics (a table analysed while nearly empty,
+    -- as after a TRUNCATE with autovacuum off) made a cached plan scan every answer on every submit.
     SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
-    FROM annotation_answer an JOIN annotation_question q ON q.id = an.question_id
-    WHERE an.question_id = ANY(%(questions)s::bigint[]) AND q.campaign_id = %(campaign)s AND NOT q.is_gold),
+    FROM (SELECT DISTINCT unnest(%(questions)s::bigint[]) AS id) wanted
+    CROSS JOIN LATERAL (SELECT a.id, a.question_id, a.annotator_id, a.choice, a.corrects_id
+                        FROM annotation_answer a WHERE a.question_id = wanted.id OFFSET 0) an
+    JOIN annotation_question q ON q.id = an.question_id
+    WHERE q.campaign_id = %(campaign)s AND NOT q.is_gold),
 votes AS (
     SELECT g.question_id, g.choice, count(*) AS n
     FROM given g
@@ -117,8 +123,11 @@ SELECT count(*) FROM written"""
 # planner hashes or answers from an index (`NOT IN (subquery)` over a CTE larger than work_mem is
 # rescanned for every row: quadratic at a million answers).
 LABELS_BULK = LABELS.replace("""    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
-    FROM annotation_answer an JOIN annotation_question q ON q.id = an.question_id
-    WHERE an.question_id = ANY(%(questions)s::bigint[]) AND q.campaign_id = %(campaign)s AND NOT q.is_gold),""", """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
+    FROM (SELECT DISTINCT unnest(%(questions)s::bigint[]) AS id) wanted
+    CROSS JOIN LATERAL (SELECT a.id, a.question_id, a.annotator_id, a.choice, a.corrects_id
+                        FROM annotation_answer a WHERE a.question_id = wanted.id OFFSET 0) an
+    JOIN annotation_question q ON q.id = an.question_id
+    WHERE q.campaign_id = %(campaign)s AND NOT q.is_gold),""", """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
     FROM annotation_answer an JOIN annotation_question q ON q.id = an.question_id
     WHERE an.question_id = ANY(%(questions)s::bigint[]) AND q.campaign_id = %(campaign)s AND NOT q.is_gold
       AND NOT EXISTS (SELECT 1 FROM annotation_answer c WHERE c.corrects_id = an.id)
@@ -133,7 +142,7 @@ LABELS_BULK = LABELS.replace("""    SELECT an.id, an.question_id, an.annotator_i
     GROUP BY""").replace(
     "WHERE question_id = ANY(%(questions)s::bigint[]) AND question_id NOT IN (SELECT question_id FROM labels))",
     "WHERE question_id = ANY(%(questions)s::bigint[])\n      AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.question_id = annotation_aggregatedlabel.question_id))")
-assert LABELS_BULK.count("NOT EXISTS") == 2 and "NOT IN" not in LABELS_BULK
+assert LABELS_BULK.count("NOT EXISTS") == 2 and "NOT IN" not in LABELS_BULK and "LATERAL" not in LABELS_BULK
 
 
 def labels_write(*, campaign_id: int, question_ids: Sequence[int], exclude_blocked: bool, now: datetime) -> int:

@@ -136,3 +136,44 @@ def test_pool_statements_carry_their_limit_as_a_number():
     for bad in (0, -3, True, 2.5, "10; DROP TABLE x"):
         with pytest.raises(ValueError, match="limit must be a positive int"):
             pg.limited(pg.NEXT_POOL, bad)
+
+
+@pytest.mark.parametrize("sql", ["LABELS", "LABELS_COUNTS"])
+def test_labels_statement_reads_answers_by_the_question_index_whatever_the_statistics(researcher, sql):
+    """With `question_id = ANY(...)` over the answer table, a campaign of thousands of questions and
+    statistics of a nearly empty answer table (ANALYZE right after a TRUNCATE, autovacuum off: the
+    benchmark machine) made the submit's labels statement scan every answer on every submit: 5.9 against
+    2.9 ms of PostgreSQL CPU per HIT cycle (bench/README.md section 1). Each given question's answers
+    are now an index lookup, in the custom and the generic plan."""
+    from annotation import labels as labels_module
+
+    campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": 5})
+    make_images(campaign, "explicit", 40)
+    campaign = open_campaign(campaign)
+    first = list(Question.objects.filter(campaign=campaign).order_by("pk"))
+    Question.objects.bulk_create([  # ~4,000 questions: driving the statement from the campaign's questions is dear
+        Question(campaign=campaign, image_id=q.image_id, slot=f"{q.slot}-{i}", family=q.family, setting=q.setting,
+                 text=q.text, choices=q.choices, metadata=q.metadata) for q in first for i in range(100)])
+    annotators = [make_annotator(f"ix-{i}", campaign=campaign)[0] for i in range(3)]
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE annotation_question, annotation_answer")  # the answers' statistics: an empty table
+    questions = list(Question.objects.filter(campaign=campaign).order_by("pk").values_list("pk", flat=True))
+    now = timezone.now()
+    Answer.objects.bulk_create([Answer(campaign=campaign, question_id=q, annotator=a, choice="Yes", created_at=now)
+                                for q in questions for a in annotators])
+    with connection.cursor() as cur:
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
+            cur.execute("PREPARE labels_plan AS " + _numbered(getattr(labels_module, sql)))
+            cur.execute("EXPLAIN EXECUTE labels_plan(%s, %s::bigint[], %s, %s)", [campaign.pk, questions[:10], True, now])
+            plan = "\n".join(r[0] for r in cur.fetchall())
+            cur.execute("DEALLOCATE labels_plan")
+            given = plan[plan.index("CTE given"):plan.index("CTE labels")]
+            assert "Seq Scan" not in given and "Index Scan" in given and "annotation_answer" in given, (mode, given)
+
+
+def _numbered(sql):
+    """The named placeholders of a labels statement as $1..$4 (campaign, questions, exclude_blocked, now)."""
+    for i, name in enumerate(("campaign", "questions", "exclude_blocked", "now"), start=1):
+        sql = sql.replace(f"%({name})s", f"${i}")
+    return sql
