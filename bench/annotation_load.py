@@ -116,8 +116,13 @@ def campaign_load(*, questions: int, hit_size: int, annotator_ids: list[int], se
                 "COPY annotation_question (campaign_id, image_id, slot, family, setting, text, choices, metadata, "
                 "required, assigned, completed, order_key, is_gold, gold_answer, created_at) FROM STDIN") as copy:
             copy.write(buf.getvalue())
-        cur.execute("ANALYZE generation_image, annotation_question, annotation_assignmentitem, annotation_answer, "
-                    "annotation_enrollment, annotation_assignment")
+        # Only the tables just loaded. The tables the run writes are empty now (TRUNCATE left their size
+        # unknown); analysed empty, the plans each server connection caches at its first HIT, the
+        # foreign keys' per-row checks included, would take them for empty for the whole run (this
+        # machine runs PostgreSQL with autovacuum off, so nothing analyses them again) and scan every
+        # Assignment for each answer and lease row written: ~20 scans per HIT cycle, growing with the run
+        # (bench/README.md section 1). A server in use has these tables analysed with their rows.
+        cur.execute("ANALYZE generation_image, annotation_question")
         n_questions = cur.execute("SELECT count(*) FROM annotation_question WHERE campaign_id = %s",
                                   [campaign.pk]).fetchone()[0]
     now = timezone.now()
