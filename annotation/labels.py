@@ -79,14 +79,15 @@ def labels_recompute(*, campaign_id: int, question_ids: Iterable[int] | None = N
 
 
 # labels_recompute's rules in one statement: the newest answer of each chain, blocked annotators'
-# answers left out when asked, ties stored as "tie", labels without a counted answer deleted.
+# answers left out when asked, ties stored as "tie", labels without a counted answer deleted. The given
+# questions' answers come from one lateral subquery per question (OFFSET 0 keeps it from being flattened
+# into a join), which can only be an index lookup: as `question_id = ANY(...)` over the table, statistics
+# of a nearly empty answer table (analysed after a TRUNCATE, autovacuum off) made the cached plan scan
+# every answer on every submit (tests/annotation/test_engine_pg.py, bench/README.md section 1).
 LABELS = """
 WITH given AS (
     -- Every answer to the given questions, corrections included (a correction answers the question it
-    -- corrects): found by the question index, whatever the statistics say. A lateral subquery per given
-    -- question (OFFSET 0 keeps it from being flattened into a join) can only be an index scan: with
-    -- `question_id = ANY(...)` over the table, stale statistics (a table analysed while nearly empty,
-    -- as after a TRUNCATE with autovacuum off) made a cached plan scan every answer on every submit.
+    -- corrects): found by the question index, whatever the statistics say.
     SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
     FROM (SELECT DISTINCT unnest(%(questions)s::bigint[]) AS id) wanted
     CROSS JOIN LATERAL (SELECT a.id, a.question_id, a.annotator_id, a.choice, a.corrects_id
