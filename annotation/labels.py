@@ -84,16 +84,17 @@ def labels_recompute(*, campaign_id: int, question_ids: Iterable[int] | None = N
 # into a join), which can only be an index lookup: as `question_id = ANY(...)` over the table, statistics
 # of a nearly empty answer table (analysed after a TRUNCATE, autovacuum off) made the cached plan scan
 # every answer on every submit (tests/annotation/test_engine_pg.py, bench/README.md section 1).
-LABELS = """
-WITH given AS (
-    -- Every answer to the given questions, corrections included (a correction answers the question it
-    -- corrects): found by the question index, whatever the statistics say.
-    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
+_GIVEN = """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
     FROM (SELECT DISTINCT unnest(%(questions)s::bigint[]) AS id) wanted
     CROSS JOIN LATERAL (SELECT a.id, a.question_id, a.annotator_id, a.choice, a.corrects_id
                         FROM annotation_answer a WHERE a.question_id = wanted.id OFFSET 0) an
     JOIN annotation_question q ON q.id = an.question_id
-    WHERE q.campaign_id = %(campaign)s AND NOT q.is_gold),
+    WHERE q.campaign_id = %(campaign)s AND NOT q.is_gold),"""
+LABELS = """
+WITH given AS (
+    -- Every answer to the given questions, corrections included (a correction answers the question it
+    -- corrects): found by the question index, whatever the statistics say.
+""" + _GIVEN + """
 votes AS (
     SELECT g.question_id, g.choice, count(*) AS n
     FROM given g
@@ -123,12 +124,7 @@ SELECT count(*) FROM written"""
 # LABELS for a bulk import's hundreds of thousands of questions: the same rules, with anti-joins the
 # planner hashes or answers from an index (`NOT IN (subquery)` over a CTE larger than work_mem is
 # rescanned for every row: quadratic at a million answers).
-LABELS_BULK = LABELS.replace("""    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
-    FROM (SELECT DISTINCT unnest(%(questions)s::bigint[]) AS id) wanted
-    CROSS JOIN LATERAL (SELECT a.id, a.question_id, a.annotator_id, a.choice, a.corrects_id
-                        FROM annotation_answer a WHERE a.question_id = wanted.id OFFSET 0) an
-    JOIN annotation_question q ON q.id = an.question_id
-    WHERE q.campaign_id = %(campaign)s AND NOT q.is_gold),""", """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
+LABELS_BULK = LABELS.replace(_GIVEN, """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
     FROM annotation_answer an JOIN annotation_question q ON q.id = an.question_id
     WHERE an.question_id = ANY(%(questions)s::bigint[]) AND q.campaign_id = %(campaign)s AND NOT q.is_gold
       AND NOT EXISTS (SELECT 1 FROM annotation_answer c WHERE c.corrects_id = an.id)

@@ -142,9 +142,9 @@ def test_pool_statements_carry_their_limit_as_a_number():
 def test_labels_statement_reads_answers_by_the_question_index_whatever_the_statistics(researcher, sql):
     """With `question_id = ANY(...)` over the answer table, a campaign of thousands of questions and
     statistics of a nearly empty answer table (ANALYZE right after a TRUNCATE, autovacuum off: the
-    benchmark machine) made the submit's labels statement scan every answer on every submit: 5.9 against
-    2.9 ms of PostgreSQL CPU per HIT cycle (bench/README.md section 1). Each given question's answers
-    are now an index lookup, in the custom and the generic plan."""
+    benchmark machine) made the submit's labels statement scan every answer on every submit
+    (bench/README.md section 1, "Fourth round"). Each given question's answers are now an index lookup,
+    in the custom and the generic plan."""
     from annotation import labels as labels_module
 
     campaign = make_campaign(researcher, settings=["explicit"], annotation={"redundancy": 5})
