@@ -232,3 +232,30 @@ def test_gep_report_and_intervals_given_the_frequencies_are_the_same() -> None:
     assert gep.gep_report(*args, frequencies=other)["score"] != gep.gep_report(*args)["score"]
     assert mi.gep_intervals(d["image_ids"], *args, n_boot=300, seed=0, frequencies=other)["score"].estimate \
         != own["score"].estimate
+
+
+def test_multiplicities_counted_draw_by_draw_equal_one_bincount_per_block() -> None:
+    """From `_ROW_BINCOUNT` clusters on, a block's draws are counted one draw at a time: the matrices are
+    the ones a single bincount over the whole block gives (the reference below, the code before the
+    change), on both sides of the threshold and over several blocks, so no seed's draws moved."""
+    from metrics.core import draws
+
+    def one_bincount(seed: int, n_boot: int, sizes: tuple[int, ...]) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        out = []
+        for n in sizes:
+            for m in draws.draw_blocks(n_boot, n):
+                idx = rng.integers(0, n, size=(m, n))
+                idx += (np.arange(m) * n)[:, None]
+                out.append(np.bincount(idx.ravel(), minlength=m * n).reshape(m, n))
+        return out
+
+    threshold = draws._ROW_BINCOUNT
+    sizes = (threshold - 1, 7, threshold, 3 * threshold + 5)
+    n_boot = 2 * (draws._BLOCK_CELLS // sizes[-1]) + 3  # the largest stratum in three blocks
+    got = [b for blocks in draws._multiplicities_drawn(4, n_boot, sizes) for b in blocks]
+    want = one_bincount(4, n_boot, sizes)
+    assert len(got) == len(want) and len(list(draws.draw_blocks(n_boot, sizes[-1]))) == 3
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+        assert (g.sum(axis=1) == g.shape[1]).all()
