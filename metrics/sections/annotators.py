@@ -140,8 +140,11 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
                                  a_code=agree.a_code[agree_member], table=None, a_arrival=None).vote_counts()
     agreement = agreement_summary(counts)
     if options.n_boot > 0 and agreement["answers"]:
+        # Drawn by pattern (`metrics.core.resampling`): the same distribution as drawing the images one by one,
+        # one multinomial variate per distinct image; each group draws over its own images, so no two groups
+        # could share one multiplicity matrix (bench/README.md section 4: a third of the section at 1M answers).
         ci = alpha_interval(counts, cluster_ids=data.q_image, n_boot=options.n_boot, confidence=options.confidence,
-                            seed=seed)
+                            seed=seed, by_pattern=True)
         agreement["krippendorff_alpha_ci"] = [_f(ci.low), _f(ci.high)]
         agreement["krippendorff_alpha_ci_method"] = ci.method
     return {"headline": headline, "agreement": agreement, "questions_labelled": int((labels != "").sum())}

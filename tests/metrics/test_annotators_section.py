@@ -200,3 +200,51 @@ def test_group_figures_equal_the_full_sections_figures(researcher, monkeypatch, 
     assert {"woman", "man"} <= set(groups) and groups["woman"]["headline"]
     assert all(v["ci"] is not None for v in groups["woman"]["headline"].values())
     assert fast == slow
+
+
+@pytest.mark.parametrize("ratio", [1, 10 ** 9], ids=["by-pattern", "image-by-image"])
+def test_group_alpha_interval_is_drawn_by_pattern_on_the_groups_answers(researcher, monkeypatch, ratio):
+    """Each group's alpha interval comes from `alpha_interval(by_pattern=True)` on that group's count matrix
+    with the images as clusters: the interval the section prints is the one that call returns, the call
+    on the counts rebuilt here from the stored answers gives it again, and it lies within Monte Carlo
+    error of the image-by-image interval (the same distribution, other draws). `PATTERN_RATIO` 1 forces
+    the multinomial draws over patterns, 10**9 the image-by-image fallback of the same path."""
+    import numpy as np
+
+    from metrics.core import agreement_subsets as ags
+    from metrics.core import resampling
+    from metrics.sections import annotators as section_module
+
+    monkeypatch.setattr(resampling, "PATTERN_RATIO", ratio)
+    campaign, people = _campaign(researcher, {"woman": 5, "man": 6}, SMALL_GEP)
+    calls: list[tuple[Any, Any, dict[str, Any], Any]] = []
+    real = section_module.alpha_interval
+
+    def spy(counts: Any, cluster_ids: Any = None, **kw: Any) -> Any:
+        out = real(counts, cluster_ids=cluster_ids, **kw)
+        calls.append((np.array(counts), np.array(cluster_ids), kw, out))
+        return out
+
+    monkeypatch.setattr(section_module, "alpha_interval", spy)
+    report = report_build(campaign=campaign, options=ReportOptions(n_boot=2000, n_perm=0))
+    groups = report["annotators"]["fields"]["gender"]["groups"]
+    printed = {g: groups[g]["agreement"]["krippendorff_alpha_ci"] for g in ("woman", "man")}
+    assert len(calls) == 2 and all(kw["by_pattern"] is True and kw["n_boot"] == 2000 for _, _, kw, _ in calls)
+    assert sorted(printed.values()) == sorted([[c.low, c.high] for *_, c in calls])
+    questions = list(campaign.questions.order_by("id").values_list("id", "image_id"))
+    index = {qid: i for i, (qid, _) in enumerate(questions)}
+    images = np.array([img for _, img in questions])
+    captured = {c.sum(axis=0)[0]: (c, ids, kw, out) for c, ids, kw, out in calls}
+    for gender, group in people.items():
+        counts = np.zeros((len(questions), 2), dtype=np.int64)
+        for qid, choice in Answer.objects.filter(annotator__in=group).values_list("question_id", "choice"):
+            counts[index[qid], ["No", "Yes"].index(choice)] += 1
+        c, ids, kw, out = captured[counts.sum(axis=0)[0]]  # the group's call
+        assert np.array_equal(c, counts) and np.array_equal(ids, images)  # the group's answers, images as clusters
+        assert [out.low, out.high] == printed[gender]
+        mine = ags.alpha_interval(counts, images, n_boot=2000, seed=kw["seed"], by_pattern=True)
+        assert (mine.low, mine.high) == (out.low, out.high)  # seeded: the same call, the same interval
+        plain = ags.alpha_interval(counts, images, n_boot=2000, seed=kw["seed"])
+        assert plain.estimate == pytest.approx(mine.estimate, rel=1e-12)
+        width = plain.high - plain.low
+        assert width > 0 and abs(mine.low - plain.low) < 0.1 * width and abs(mine.high - plain.high) < 0.1 * width
