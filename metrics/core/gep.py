@@ -42,6 +42,8 @@ __all__ = [
     "gep_score",
     "gep_report",
     "gep_by_context",
+    "RowCodes",
+    "row_codes",
 ]
 
 GepTiePolicy = Literal["absent", "present", "exclude"]
@@ -62,6 +64,30 @@ class Frequencies:
     present: NDArray[np.int64]
     total: NDArray[np.int64]
     ties: NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class RowCodes:
+    """The label-independent coding of one set of GEP rows: gender and attribute codes in the given orders
+    (as :func:`attribute_frequencies` encodes them: a value outside an order raises) and image codes
+    (sorted distinct ids). For callers that score many label vectors over the same rows (each annotator
+    group's figures over a setting's questions): the rows are coded once, not once per label vector."""
+
+    g_codes: NDArray[np.intp]
+    g_ids: NDArray[Any]
+    a_codes: NDArray[np.intp]
+    a_ids: NDArray[Any]
+    i_codes: NDArray[np.intp]
+    i_ids: NDArray[Any]
+
+
+def row_codes(images: ArrayLike, genders: ArrayLike, attributes: ArrayLike, gender_order: Sequence[Any] | None,
+              attribute_order: Sequence[Any] | None) -> RowCodes:
+    """:class:`RowCodes` of parallel arrays of image id, gender and attribute per row."""
+    g_codes, g_ids = encode(as_1d(genders, "genders"), gender_order)
+    a_codes, a_ids = encode(as_1d(attributes, "attributes"), attribute_order)
+    i_codes, i_ids = encode(as_1d(images, "image_ids"))
+    return RowCodes(g_codes, g_ids, a_codes, a_ids, i_codes, i_ids)
 
 
 def present_weights(
@@ -105,13 +131,18 @@ def attribute_frequencies(
     gender_order: Sequence[Any] | None = None,
     attribute_order: Sequence[Any] | None = None,
     tie_policy: GepTiePolicy = "absent",
+    codes: RowCodes | None = None,
 ) -> Frequencies:
     """f_ij = present / counted per (gender, attribute); see the module docstring
     for which rows define the setting and how ties / missing labels count.
     ``gender_order`` fixes row order (the GEP vector is row 0 minus row 1);
-    rows whose gender/attribute is not in a given order raise ``ValueError``."""
-    g_codes, g_ids = encode(as_1d(genders, "genders"), gender_order)
-    a_codes, a_ids = encode(as_1d(attributes, "attributes"), attribute_order)
+    rows whose gender/attribute is not in a given order raise ``ValueError``.
+    ``codes``: :func:`row_codes` of these rows and orders when the caller has them (not recomputed)."""
+    if codes is None:
+        g_codes, g_ids = encode(as_1d(genders, "genders"), gender_order)
+        a_codes, a_ids = encode(as_1d(attributes, "attributes"), attribute_order)
+    else:
+        g_codes, g_ids, a_codes, a_ids = codes.g_codes, codes.g_ids, codes.a_codes, codes.a_ids
     present, counted, is_tie = present_weights(labels, tie_policy)
     ng, na = len(g_ids), len(a_ids)
     cell = g_codes * na + a_codes

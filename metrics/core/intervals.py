@@ -269,6 +269,12 @@ def stratified_cluster_draws(
         if not blocks:
             out[:, st, :] = 0.0
             continue
+        # Only the columns with a nonzero sum in this stratum are multiplied: the others' totals are 0 in
+        # every draw (a GEP image's cells are its own gender's, half of the columns: half the work).
+        used = np.flatnonzero(np.any(rows != 0, axis=0))
+        if used.size < rows.shape[1]:
+            out[:, st, :] = 0.0
+        rows = rows[:, used]
         # Integer sums whose every partial total stays below 2**24 (a draw takes n clusters): float32
         # products are exact, so the totals are the float64 ones at half the memory traffic.
         exact32 = bool(np.all(rows == np.round(rows))) and rows.shape[0] * float(np.abs(rows).max(initial=0)) < 2 ** 24
@@ -276,7 +282,7 @@ def stratified_cluster_draws(
         done = 0
         for mult in blocks:
             m = mult.shape[0]
-            out[done:done + m, st, :] = mult.astype(rows_t.dtype) @ rows_t
+            out[done:done + m, st, used] = mult.astype(rows_t.dtype) @ rows_t
             done += m
     return out
 

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._arrays import as_1d, encode
-from .gep import Frequencies, GepTiePolicy
+from .gep import Frequencies, GepTiePolicy, RowCodes
 from .intervals import (
     CI,
     design_effect,
@@ -177,10 +177,15 @@ def abs_mean_interval(
 
 # ------------------------------------------------------------------------------- PST
 def _pst_person_sums(image_ids: ArrayLike, keys: NDArray[np.intp] | None, n_keys: int,
-                     values: list[NDArray[np.float64]]) -> tuple[NDArray[np.float64], int]:
-    """Per-image sums (n_images, n_keys * len(values)): column ``key * V + v``."""
-    codes, ids = encode(as_1d(image_ids, "image_ids"))
-    n_img, nv = len(ids), len(values)
+                     values: list[NDArray[np.float64]],
+                     coded: tuple[NDArray[np.intp], int] | None = None) -> tuple[NDArray[np.float64], int]:
+    """Per-image sums (n_images, n_keys * len(values)): column ``key * V + v``. ``coded``: the images'
+    codes and their number when the caller has them (``encode(image_ids)``)."""
+    if coded is None:
+        codes, ids = encode(as_1d(image_ids, "image_ids"))
+        coded = codes, len(ids)
+    codes, n_img = coded
+    nv = len(values)
     k = np.zeros(codes.size, dtype=np.intp) if keys is None else keys
     out = np.zeros((n_img, n_keys * nv))
     for j, val in enumerate(values):
@@ -389,6 +394,7 @@ def gep_intervals(
     confidence: float = 0.95,
     seed: int | None = 0,
     frequencies: Frequencies | None = None,
+    codes: RowCodes | None = None,
 ) -> dict[str, Any]:
     """GEP score, vector and frequencies (first two genders of ``gender_order``)
     with intervals: score by :func:`abs_mean_interval` (``"gep-test-inversion"``,
@@ -400,20 +406,29 @@ def gep_intervals(
     Returns ``{"score": CI, "vector": {attribute: CI}, "frequencies": {gender:
     {attribute: CI}}, "attributes": [...]}``. ``frequencies``: the
     :func:`metrics.core.gep.attribute_frequencies` of these same rows and orders when the caller has
-    them (the report's GEP section: once per setting, not twice)."""
+    them (the report's GEP section: once per setting, not twice). ``codes``: :func:`metrics.core.gep.row_codes`
+    of these rows in ``gender_order`` and ``attribute_order`` when the caller has them (an annotator group's
+    figures: the setting's rows coded once for every group)."""
     from .gep import attribute_frequencies, present_weights
 
     fr = frequencies if frequencies is not None else attribute_frequencies(
-        genders, attributes, labels, gender_order, attribute_order, tie_policy)
+        genders, attributes, labels, gender_order, attribute_order, tie_policy, codes)
     na = len(fr.attributes)
-    g_codes, _ = encode(as_1d(genders, "genders"), gender_order)
-    a_codes, _ = encode(as_1d(attributes, "attributes"), fr.attributes)
+    if codes is None:
+        g_codes, _ = encode(as_1d(genders, "genders"), gender_order)
+        a_codes, _ = encode(as_1d(attributes, "attributes"), fr.attributes)
+    else:
+        g_codes, a_codes = codes.g_codes, codes.a_codes
     present, counted, _ = present_weights(labels, tie_policy)
     two = g_codes < 2
     img = as_1d(image_ids, "image_ids")[two]
     cell = g_codes[two] * na + a_codes[two]
-    sums, _ = _pst_person_sums(img, cell, 2 * na, [present[two].astype(float), counted[two].astype(float)])
-    i_codes, i_ids = encode(img)
+    if codes is not None and bool(two.all()):  # every row of the first two genders: the caller's image codes
+        i_codes, i_ids = codes.i_codes, codes.i_ids
+    else:
+        i_codes, i_ids = encode(img)
+    sums, _ = _pst_person_sums(img, cell, 2 * na, [present[two].astype(float), counted[two].astype(float)],
+                               (i_codes, len(i_ids)))
     img_gender = np.zeros(len(i_ids), dtype=np.intp)
     img_gender[i_codes] = g_codes[two]  # an image shows one gender indicator
 

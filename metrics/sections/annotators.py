@@ -54,7 +54,7 @@ from metrics.extract.data import CampaignData
 from metrics.options import ReportOptions
 
 from .agreement import agreement_data
-from .gep import gep_section
+from .gep import SettingRows, gep_section
 from .labels import question_labels
 from .pst import pst_section
 from .report import register_section
@@ -111,8 +111,10 @@ def _statistic(data: CampaignData, options: ReportOptions, settings: list[str], 
 
 
 def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOptions, seed: int,
-                   settings: list[str], agree: CampaignData, agree_member: np.ndarray) -> dict[str, Any]:
-    """The headline figures and agreement of one group's answers (labels: the group's majority)."""
+                   settings: list[str], agree: CampaignData, agree_member: np.ndarray,
+                   gep_rows: dict[str, SettingRows]) -> dict[str, Any]:
+    """The headline figures and agreement of one group's answers (labels: the group's majority). `gep_rows`:
+    the section's memo of each GEP setting's questions, coded once for every group (`gep_section(rows=)`)."""
     sub = dataclasses.replace(data, a_qidx=data.a_qidx[member], a_annotator=data.a_annotator[member],
                               a_code=data.a_code[member], table=None,
                               a_arrival=None if data.a_arrival is None else data.a_arrival[member])
@@ -131,7 +133,7 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
                                     "ci_method": one.get("overall_ci_method")}
     else:
         with collecting(WarningLog()):
-            gep_part = gep_section(sub, labels, ties, group_options, seed, headline=True)
+            gep_part = gep_section(sub, labels, ties, group_options, seed, headline=True, rows=gep_rows)
         for s in settings:
             part: Mapping[str, Any] = gep_part.get(cast(GepSettingName, s), {})
             headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci"),
@@ -190,6 +192,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
     adaptive = basis["design"] == "adaptive"
     out["agreement_basis"] = basis
     n_q, k = int(data.q_id.size), len(data.choices)
+    gep_rows: dict[str, SettingRows] = {}  # every group's answers are to the same questions
     for field in FIELDS:
         merged, counts = merge_small_groups({a: group_of(answers_of.get(a), field) for a in present.tolist()},
                                             options.min_group)
@@ -204,7 +207,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
             groups[name] = {"annotators": n, "answers": int(member.sum())}
             if n < present.size:  # a group of every member: no figures of its own (they would follow)
                 groups[name].update(_group_figures(data, member, options, seed, settings, agree,
-                                                   np.isin(agree.a_annotator, members[name])))
+                                                   np.isin(agree.a_annotator, members[name]), gep_rows))
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []
         if options.n_perm > 0 and len(named) > 1:

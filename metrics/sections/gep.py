@@ -2,6 +2,7 @@
 baseline gender with more than two), from `CampaignData` and the labels."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -19,15 +20,39 @@ from .types import GepBlock, GepSetting, GepSettingName
 from .values import num as _f
 
 
+@dataclass(frozen=True)
+class SettingRows:
+    """What the GEP figures of one set of questions need besides their labels: the questions' genders,
+    attributes and images, the attributes present (in the design's order), the number of images and the
+    rows' codes. The same for every label vector over these questions: an annotators section computes it
+    once per setting for all its groups (`gep_section(rows=...)`)."""
+
+    genders: np.ndarray
+    attributes: np.ndarray
+    images: np.ndarray
+    present_attrs: list[str]
+    n_images: int
+    codes: gep.RowCodes
+
+
+def setting_rows(data: CampaignData, mask: np.ndarray, gender_order: list[str],
+                 attribute_order: list[str]) -> SettingRows:
+    genders, attributes, images = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], data.q_image[mask]
+    present_attrs = [a for a in attribute_order if (attributes == a).any()]
+    codes = gep.row_codes(images, genders, attributes, gender_order[:2], present_attrs)
+    return SettingRows(genders, attributes, images, present_attrs, len(codes.i_ids), codes)
+
+
 def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
                  gender_order: list[str], attribute_order: list[str], options: ReportOptions,
-                 seed: int, context: bool = True) -> GepSetting:
+                 seed: int, context: bool = True, rows: SettingRows | None = None) -> GepSetting:
     """GEP figures of the questions in `mask` (one setting, or one template of a setting); `context`: with the
-    score per context (`by_context`)."""
-    genders, attributes, lab = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], labels[mask]
-    present_attrs = [a for a in attribute_order if (attributes == a).any()]
+    score per context (`by_context`); `rows`: :func:`setting_rows` of `mask` when the caller has them."""
+    rows = rows if rows is not None else setting_rows(data, mask, gender_order, attribute_order)
+    genders, attributes, lab, present_attrs = rows.genders, rows.attributes, labels[mask], rows.present_attrs
     # The frequencies once: the report's figures and their intervals read the same ones.
-    fr = gep.attribute_frequencies(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy)
+    fr = gep.attribute_frequencies(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy,
+                                   rows.codes)
     rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy,
                          frequencies=fr)
     by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
@@ -38,7 +63,7 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
         "frequencies": {g: {a: _f(v) for a, v in row.items()} for g, row in rep["frequencies"].items()},
         "counts": rep["counts"],
         "by_context": {c: _f(v) for c, v in by_context.items()},
-        "images": int(np.unique(data.q_image[mask]).size),
+        "images": rows.n_images,
         "questions": int(mask.sum()),
         "ties": int(ties[mask].sum()),
         "unanswered": int((lab == "").sum()),
@@ -47,9 +72,9 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
         del section["by_context"]
     if options.n_boot > 0:
         section.update(gep_setting_intervals(
-            images=data.q_image[mask], genders=genders, attributes=attributes, labels=lab,
+            images=rows.images, genders=genders, attributes=attributes, labels=lab,
             gender_order=gender_order, attribute_order=present_attrs, tie_policy=options.gep_tie_policy,
-            n_boot=options.n_boot, confidence=options.confidence, seed=seed, frequencies=fr))
+            n_boot=options.n_boot, confidence=options.confidence, seed=seed, frequencies=fr, codes=rows.codes))
     return section
 
 
@@ -65,10 +90,12 @@ def _flag_sparse(setting: str, section: GepSetting) -> None:
 
 
 def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, options: ReportOptions,
-                seed: int, headline: bool = False) -> GepBlock:
+                seed: int, headline: bool = False, rows: dict[str, SettingRows] | None = None) -> GepBlock:
     """The `gep` section. `headline`: per setting only the figures of :func:`_gep_setting` without `by_context`
     (the score and its interval among them: the same values), no templates or distances: what an annotator
-    group's figures read (metrics/sections/annotators.py)."""
+    group's figures read (metrics/sections/annotators.py). `rows`: a memo of each setting's
+    :func:`setting_rows`, filled on first use, for callers that build the section for several label vectors
+    over the same questions (`data` sharing its question arrays: each annotator group's answers)."""
     design = data.campaign.spec["design"]
     gender_order = [g["name"] for g in design["genders"]]
     attribute_order = [a["name"] for a in design["attributes"]]
@@ -84,8 +111,13 @@ def gep_section(data: CampaignData, labels: np.ndarray, ties: np.ndarray, option
         mask = (data.q_setting == setting) & np.isin(genders_all, gender_order[:2])
         if not mask.any():
             continue
+        known = rows.get(setting) if rows is not None else None
+        if known is None:
+            known = setting_rows(data, mask, gender_order, attribute_order)
+            if rows is not None:
+                rows[setting] = known
         section = _gep_setting(data, mask, labels, ties, gender_order, attribute_order, options, seed,
-                               context=not headline)
+                               context=not headline, rows=known)
         if headline:
             out[cast(GepSettingName, setting)] = section
             continue

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from metrics.core import metric_intervals as mi
-from metrics.core.gep import Frequencies, GepTiePolicy
+from metrics.core.gep import Frequencies, GepTiePolicy, RowCodes
 from metrics.core.pst import Treatment, stereo_weights, sts_by_run
 from metrics.core.pst_analysis import runs_sts
 from metrics.core.report_warnings import DOMAIN_RULES, flag_domain, warn
@@ -118,12 +118,12 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
 
 def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray, attributes: np.ndarray, labels: np.ndarray,
                           gender_order: list[str], attribute_order: list[str], tie_policy: GepTiePolicy, n_boot: int,
-                          confidence: float, seed: int, frequencies: Frequencies | None = None
-                          ) -> GepSettingIntervals:
+                          confidence: float, seed: int, frequencies: Frequencies | None = None,
+                          codes: RowCodes | None = None) -> GepSettingIntervals:
     """`score_ci` (test inversion), `vector_ci` (Newcombe), `frequencies_ci` (Wilson) of one setting
-    (`frequencies`: its `attribute_frequencies`, when the caller has them)."""
+    (`frequencies`: its `attribute_frequencies`, `codes`: its rows' `row_codes`, when the caller has them)."""
     res = mi.gep_intervals(images, genders, attributes, labels, gender_order[:2], attribute_order, tie_policy,
-                           n_boot, confidence, seed, frequencies)
+                           n_boot, confidence, seed, frequencies, codes)
     score = res["score"]
     return {
         "score_ci": ci_of(score), "score_ci_method": score.method, "score_ci_extended": bool(score.extended),

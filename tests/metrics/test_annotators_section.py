@@ -187,12 +187,21 @@ def test_group_figures_equal_the_full_sections_figures(researcher, monkeypatch, 
         drawn.append((scope.drawn, scope.reused))
 
     monkeypatch.setattr(report_module, "shared_draws", counted)
+    from metrics.sections import gep as gep_module
+
+    coded: list[int] = []
+    real_rows = gep_module.setting_rows
+    monkeypatch.setattr(gep_module, "setting_rows", lambda *a: coded.append(1) or real_rows(*a))
     fast = report_build(campaign=campaign, options=options)
     assert drawn and drawn[0][1] > 0  # the groups' GEP / PST draws reused the report's
+    if spec is SMALL_GEP:  # each setting's rows coded once for the report's section, once for all the groups
+        settings = len(fast["gep"]) - len([k for k in fast["gep"] if k not in ("neutral", "explicit")])
+        assert settings >= 1 and len(coded) == 2 * settings
     seen: list[bool] = []
     full = {name: getattr(section_module, name) for name in ("pst_section", "gep_section")}
     for name, build in full.items():
-        monkeypatch.setattr(section_module, name, lambda *a, _b=build, headline=False: seen.append(headline) or _b(*a))
+        monkeypatch.setattr(section_module, name,  # the full section, its own setting rows (no memo)
+                            lambda *a, _b=build, headline=False, rows=None: seen.append(headline) or _b(*a))
     monkeypatch.setattr(report_module, "shared_draws", contextlib.nullcontext)  # no scope: every draw its own
     slow = report_build(campaign=campaign, options=options)
     assert seen and all(seen)  # the group figures asked for the headline only

@@ -259,3 +259,29 @@ def test_multiplicities_counted_draw_by_draw_equal_one_bincount_per_block() -> N
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
         assert (g.sum(axis=1) == g.shape[1]).all()
+
+
+@pytest.mark.parametrize("integer", [True, False], ids=["counts", "weights"])
+def test_stratified_draws_skip_a_stratums_zero_columns_with_the_same_totals(integer: bool) -> None:
+    """Each stratum multiplies only its columns with a nonzero sum (a GEP image's cells are its own
+    gender's): the totals equal the full product of the same multiplicities, and the skipped columns
+    are exactly 0 in every draw; a stratum with no nonzero column at all, too."""
+    rng = np.random.default_rng(5)
+    n = (3000, 40, 25)
+    codes = np.repeat(np.arange(3), n)
+    sums = rng.integers(0, 4, size=(sum(n), 6)).astype(float)
+    if not integer:
+        sums *= rng.random(sums.shape)
+    sums[codes == 0, 3:] = 0.0  # stratum 0: the last three columns only
+    sums[codes == 1, :3] = 0.0  # stratum 1: the first three
+    sums[codes == 2] = 0.0      # stratum 2: nothing
+    got = iv.stratified_cluster_draws(sums, codes, 300, seed=8)
+    mult = draws.multiplicities(8, 300, n)
+    for st in range(3):
+        want = np.concatenate([b.astype(float) for b in mult[st]]) @ sums[codes == st]
+        if integer:
+            np.testing.assert_array_equal(got[:, st, :], want)
+        else:
+            np.testing.assert_allclose(got[:, st, :], want, rtol=1e-12, atol=0)
+    assert not got[:, 0, 3:].any() and not got[:, 1, :3].any() and not got[:, 2, :].any()
+    assert got[:, 0, :3].all() and got[:, 1, 3:].all()
