@@ -125,8 +125,8 @@ def present_weights(
 
 
 def attribute_frequencies(
-    genders: ArrayLike,
-    attributes: ArrayLike,
+    genders: ArrayLike | None,
+    attributes: ArrayLike | None,
     labels: ArrayLike,
     gender_order: Sequence[Any] | None = None,
     attribute_order: Sequence[Any] | None = None,
@@ -137,8 +137,11 @@ def attribute_frequencies(
     for which rows define the setting and how ties / missing labels count.
     ``gender_order`` fixes row order (the GEP vector is row 0 minus row 1);
     rows whose gender/attribute is not in a given order raise ``ValueError``.
-    ``codes``: :func:`row_codes` of these rows and orders when the caller has them (not recomputed)."""
+    ``codes``: :func:`row_codes` of these rows and orders when the caller has them (not recomputed; then
+    ``genders`` and ``attributes`` are not read and may be None)."""
     if codes is None:
+        if genders is None or attributes is None:
+            raise ValueError("attribute_frequencies needs the rows' genders and attributes, or their codes")
         g_codes, g_ids = encode(as_1d(genders, "genders"), gender_order)
         a_codes, a_ids = encode(as_1d(attributes, "attributes"), attribute_order)
     else:
@@ -170,8 +173,8 @@ def gep_score(vector: ArrayLike) -> float:
 
 
 def gep_report(
-    genders: ArrayLike,
-    attributes: ArrayLike,
+    genders: ArrayLike | None,
+    attributes: ArrayLike | None,
     labels: ArrayLike,
     gender_order: Sequence[Any],
     attribute_order: Sequence[Any] | None = None,

@@ -384,8 +384,8 @@ def percent_feminine_intervals(
 # ------------------------------------------------------------------------------- GEP
 def gep_intervals(
     image_ids: ArrayLike,
-    genders: ArrayLike,
-    attributes: ArrayLike,
+    genders: ArrayLike | None,
+    attributes: ArrayLike | None,
     labels: ArrayLike,
     gender_order: Sequence[Any],
     attribute_order: Sequence[Any] | None = None,
@@ -408,13 +408,16 @@ def gep_intervals(
     :func:`metrics.core.gep.attribute_frequencies` of these same rows and orders when the caller has
     them (the report's GEP section: once per setting, not twice). ``codes``: :func:`metrics.core.gep.row_codes`
     of these rows in ``gender_order`` and ``attribute_order`` when the caller has them (an annotator group's
-    figures: the setting's rows coded once for every group)."""
+    figures: the setting's rows coded once for every group; then ``genders`` and ``attributes`` are not read
+    and may be None)."""
     from .gep import attribute_frequencies, present_weights
 
     fr = frequencies if frequencies is not None else attribute_frequencies(
         genders, attributes, labels, gender_order, attribute_order, tie_policy, codes)
     na = len(fr.attributes)
     if codes is None:
+        if genders is None or attributes is None:
+            raise ValueError("gep_intervals needs the rows' genders and attributes, or their codes")
         g_codes, _ = encode(as_1d(genders, "genders"), gender_order)
         a_codes, _ = encode(as_1d(attributes, "attributes"), fr.attributes)
     else:

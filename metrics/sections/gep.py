@@ -22,13 +22,12 @@ from .values import num as _f
 
 @dataclass(frozen=True)
 class SettingRows:
-    """What the GEP figures of one set of questions need besides their labels: the questions' genders,
-    attributes and images, the attributes present (in the design's order), the number of images and the
-    rows' codes. The same for every label vector over these questions: an annotators section computes it
-    once per setting for all its groups (`gep_section(rows=...)`)."""
+    """What the GEP figures of one set of questions need besides their labels: the questions' images, the
+    attributes present (in the design's order), the number of images and the rows' codes (genders,
+    attributes, images; the texts themselves are not kept: at 10M answers they are ~0.4 GB). The same for
+    every label vector over these questions: an annotators section computes it once per setting for all its
+    groups (`gep_section(rows=...)`)."""
 
-    genders: np.ndarray
-    attributes: np.ndarray
     images: np.ndarray
     present_attrs: list[str]
     n_images: int
@@ -40,7 +39,7 @@ def setting_rows(data: CampaignData, mask: np.ndarray, gender_order: list[str],
     genders, attributes, images = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], data.q_image[mask]
     present_attrs = [a for a in attribute_order if (attributes == a).any()]
     codes = gep.row_codes(images, genders, attributes, gender_order[:2], present_attrs)
-    return SettingRows(genders, attributes, images, present_attrs, len(codes.i_ids), codes)
+    return SettingRows(images, present_attrs, len(codes.i_ids), codes)
 
 
 def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
@@ -49,14 +48,20 @@ def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties:
     """GEP figures of the questions in `mask` (one setting, or one template of a setting); `context`: with the
     score per context (`by_context`); `rows`: :func:`setting_rows` of `mask` when the caller has them."""
     rows = rows if rows is not None else setting_rows(data, mask, gender_order, attribute_order)
-    genders, attributes, lab, present_attrs = rows.genders, rows.attributes, labels[mask], rows.present_attrs
+    lab, present_attrs = labels[mask], rows.present_attrs
+    # The texts only where a figure reads them (the score per context); everything else reads the codes.
+    genders: np.ndarray | None = None
+    attributes: np.ndarray | None = None
+    by_context: dict[str, float] = {}
+    if context:
+        genders, attributes = data.q_meta["gender"][mask], data.q_meta["attribute"][mask]
+        by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
+                                        present_attrs, options.gep_tie_policy)
     # The frequencies once: the report's figures and their intervals read the same ones.
     fr = gep.attribute_frequencies(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy,
                                    rows.codes)
     rep = gep.gep_report(genders, attributes, lab, gender_order[:2], present_attrs, options.gep_tie_policy,
                          frequencies=fr)
-    by_context = gep.gep_by_context(data.q_meta["context"][mask], genders, attributes, lab, gender_order[:2],
-                                    present_attrs, options.gep_tie_policy) if context else {}
     section: GepSetting = {
         "score": _f(rep["score"]),
         "vector": {a: _f(v) for a, v in rep["vector"].items()},

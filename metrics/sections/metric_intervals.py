@@ -116,7 +116,8 @@ def pst_gap_intervals(*, paired: Mapping[str, np.ndarray], single: Mapping[str, 
     }
 
 
-def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray, attributes: np.ndarray, labels: np.ndarray,
+def gep_setting_intervals(*, images: np.ndarray, genders: np.ndarray | None, attributes: np.ndarray | None,
+                          labels: np.ndarray,
                           gender_order: list[str], attribute_order: list[str], tie_policy: GepTiePolicy, n_boot: int,
                           confidence: float, seed: int, frequencies: Frequencies | None = None,
                           codes: RowCodes | None = None) -> GepSettingIntervals:

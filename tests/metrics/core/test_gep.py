@@ -100,3 +100,32 @@ def test_rounded_frequency_differences_would_be_off_by_a_cent(gep_reference: dic
     assert abs(naive - published) == pytest.approx(0.01)
     from_counts = (round(f["women"][j] * N) - round(f["men"][j] * N)) / N
     assert abs(from_counts - published) <= 0.005 + 1e-9
+
+
+def test_rows_coded_once_give_the_same_frequencies_and_intervals() -> None:
+    """`row_codes` of a setting's rows stand in for its genders and attributes (an annotator group's figures
+    reuse the report's codes): the same frequencies and intervals, to the bit, with the texts left out; without
+    codes the texts are required."""
+    from metrics.core import metric_intervals as mi
+
+    rng = np.random.default_rng(4)
+    n_img, attrs = 60, ["hat", "dress", "beard"]
+    images = np.repeat(np.arange(100, 100 + n_img), len(attrs))
+    genders = np.repeat(np.where(np.arange(n_img) % 2, "A man", "A woman"), len(attrs))
+    attributes = np.tile(attrs, n_img)
+    labels = rng.choice(np.array(["yes", "no", "tie", ""]), size=images.size, p=[0.4, 0.45, 0.1, 0.05])
+    order, present = ["A woman", "A man"], ["dress", "hat", "beard"]
+    codes = gep.row_codes(images, genders, attributes, order, present)
+    for policy in ("absent", "present", "exclude"):
+        plain = gep.attribute_frequencies(genders, attributes, labels, order, present, policy)
+        coded = gep.attribute_frequencies(None, None, labels, order, present, policy, codes)
+        assert plain.attributes == coded.attributes == present
+        for field in ("freq", "present", "total", "ties"):
+            np.testing.assert_array_equal(getattr(plain, field), getattr(coded, field))
+        a = mi.gep_intervals(images, genders, attributes, labels, order, present, policy, n_boot=300, seed=2)
+        b = mi.gep_intervals(images, None, None, labels, order, present, policy, n_boot=300, seed=2, codes=codes)
+        assert a == b
+    with pytest.raises(ValueError, match="genders and attributes"):
+        gep.attribute_frequencies(None, None, labels, order, present)
+    with pytest.raises(ValueError, match="genders and attributes"):
+        mi.gep_intervals(images, None, attributes, labels, order, present, n_boot=10)
