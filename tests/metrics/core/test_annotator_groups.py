@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metrics.core import gep, pst
 from metrics.core.aggregation import majority_vote_from_counts
@@ -187,3 +189,25 @@ def test_a_groups_statistic_computed_once_gives_the_same_test():
             np.testing.assert_array_equal(getattr(given, field), getattr(plain, field))
         assert given.studentized == plain.studentized
     assert not np.array_equal(own["a"], own["b"])  # the groups differ: the check can tell them apart
+
+
+@given(who=st.lists(st.integers(-3, 40), max_size=60), pool=st.lists(st.integers(-3, 40), max_size=12),
+       big=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_pool_positions_equal_isin_and_binary_search(who: list[int], pool: list[int], big: bool) -> None:
+    """The table lookup gives what `np.isin` and a binary search over the sorted pool give, for every
+    input: negative ids, ids past the table's range (`big`), a pool with repeats (both fall back to the
+    search), answers of annotators outside the pool, empty sides."""
+    from metrics.core import annotator_groups as ag
+
+    w = np.asarray(who, dtype=np.int64) + (ag._TABLE_IDS if big else 0)
+    p = np.asarray(pool, dtype=np.int64) + (ag._TABLE_IDS if big else 0)
+    inside, pos = ag.pool_positions(w, p)
+    want_inside = np.isin(w, p)
+    np.testing.assert_array_equal(inside, want_inside)
+    if p.size:
+        order = np.argsort(p)
+        want = order[np.searchsorted(p[order], w[want_inside])]
+        np.testing.assert_array_equal(pos, want)  # a repeated id: the search's position (the fallback)
+    else:
+        assert pos.size == 0
