@@ -30,8 +30,11 @@ class SettingRows:
 
     images: np.ndarray
     present_attrs: list[str]
-    n_images: int
     codes: gep.RowCodes
+
+    @property
+    def n_images(self) -> int:
+        return len(self.codes.i_ids)
 
 
 def setting_rows(data: CampaignData, mask: np.ndarray, gender_order: list[str],
@@ -39,7 +42,7 @@ def setting_rows(data: CampaignData, mask: np.ndarray, gender_order: list[str],
     genders, attributes, images = data.q_meta["gender"][mask], data.q_meta["attribute"][mask], data.q_image[mask]
     present_attrs = [a for a in attribute_order if (attributes == a).any()]
     codes = gep.row_codes(images, genders, attributes, gender_order[:2], present_attrs)
-    return SettingRows(images, present_attrs, len(codes.i_ids), codes)
+    return SettingRows(images, present_attrs, codes)
 
 
 def _gep_setting(data: CampaignData, mask: np.ndarray, labels: np.ndarray, ties: np.ndarray,
