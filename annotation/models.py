@@ -257,13 +257,18 @@ class Answer(models.Model):
     choice = models.CharField(max_length=100)
     time_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    corrects = models.OneToOneField("self", on_delete=models.PROTECT, null=True, blank=True, related_name="corrected_by")
+    # At most one correction per answer: a unique index over the corrections only (migration 0014), not a
+    # one-to-one field's over every answer (each original answer would add a NULL entry to it).
+    corrects = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="corrected_by",
+                                 db_index=False)
     source = models.CharField(max_length=32, default="web")  # web / mturk-import / archive-import
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["question", "annotator"], condition=models.Q(corrects__isnull=True),
                                     name="answer_unique_original_per_question_annotator"),
+            models.UniqueConstraint(fields=["corrects"], condition=models.Q(corrects__isnull=False),
+                                    name="answer_corrected_at_most_once"),
         ]
         indexes = [models.Index(fields=["campaign", "question"])]
 
