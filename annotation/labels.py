@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
@@ -127,7 +128,7 @@ SELECT count(*) FROM written"""
 LABELS_BULK = LABELS.replace(_GIVEN, """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
     FROM annotation_answer an JOIN annotation_question q ON q.id = an.question_id
     WHERE an.question_id = ANY(%(questions)s::bigint[]) AND q.campaign_id = %(campaign)s AND NOT q.is_gold
-      AND NOT EXISTS (SELECT 1 FROM annotation_answer c WHERE c.corrects_id = an.id)
+      AND NOT EXISTS (SELECT 1 FROM annotation_answer c WHERE c.corrects_id = an.id AND c.corrects_id IS NOT NULL)
       AND NOT (%(exclude_blocked)s AND an.annotator_id IN (
           SELECT b.annotator_id FROM annotation_enrollment b
           WHERE b.campaign_id = %(campaign)s AND b.status = 'blocked'))),""").replace("""    FROM given g
@@ -152,9 +153,18 @@ def labels_write(*, campaign_id: int, question_ids: Sequence[int], exclude_block
 
 def labels_write_bulk(*, campaign_id: int, question_ids: Sequence[int], exclude_blocked: bool, now: datetime) -> int:
     """:func:`labels_write` for a bulk import's many questions (LABELS_BULK). Returns the number of
-    labels written."""
-    rows = prepared.run(LABELS_BULK, {"campaign": campaign_id, "questions": list(question_ids),
-                                      "exclude_blocked": exclude_blocked, "now": now})
+    labels written. Planned without nested loops (for this statement only): the answers an import has
+    just written in its own transaction are not in the table's statistics, so the planner expects one
+    row and looked each of a million answers' questions up by the primary key (1M answers: ~4 s of
+    ~16 s) where a hash join reads the questions once (bench/README.md section 2)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_nestloop'), set_config('enable_nestloop', 'off', true)")
+        before = cursor.fetchone()[0]
+        rows = prepared.run(LABELS_BULK, {"campaign": campaign_id, "questions": list(question_ids),
+                                          "exclude_blocked": exclude_blocked, "now": now})
+        # Set back only after success: an error rolls the transaction (or its savepoint) back, and the
+        # setting with it.
+        cursor.execute("SELECT set_config('enable_nestloop', %s, true)", [before])
     return int(rows[0][0])
 
 

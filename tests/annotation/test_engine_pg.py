@@ -67,6 +67,9 @@ def test_sql_labels_equal_the_orm_labels_on_random_answers(researcher, seed, exc
     AggregatedLabel.objects.filter(question__campaign=campaign).update(label="x", votes={}, answers=0, tie=False)
     AggregatedLabel.objects.get_or_create(question=questions[2], defaults={"label": "Yes", "votes": {}, "answers": 1})
     written = write(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=exclude_blocked, now=timezone.now())
+    with connection.cursor() as cursor:  # the bulk statement's planner setting does not outlive it
+        cursor.execute("SELECT current_setting('enable_nestloop')")
+        assert cursor.fetchone()[0] == "on"
     got = _labels(campaign)
     assert got == expected
     assert written == len(expected)
@@ -177,3 +180,28 @@ def _numbered(sql):
     for i, name in enumerate(("campaign", "questions", "exclude_blocked", "now"), start=1):
         sql = sql.replace(f"%({name})s", f"${i}")
     return sql
+
+
+def test_bulk_labels_are_planned_without_nested_loops_and_the_setting_is_set_back(researcher, monkeypatch):
+    """The import's labels statement: its answers were written in the same transaction, so statistics
+    call them one row and a nested loop looked up each answer's question; it runs with nested loops off
+    (hash joins), and only it: the submit's statement keeps its index lookups (bench/README.md section 2)."""
+    from annotation import prepared
+
+    campaign = make_campaign(researcher, settings=["explicit"])
+    make_images(campaign, "explicit", 2)
+    campaign = open_campaign(campaign)
+    seen = []
+    run = prepared.run
+
+    def spy(sql, params):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('enable_nestloop')")
+            seen.append(cursor.fetchone()[0])
+        return run(sql, params)
+
+    monkeypatch.setattr(prepared, "run", spy)
+    ids = list(Question.objects.filter(campaign=campaign).values_list("pk", flat=True))
+    labels_write_bulk(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=True, now=timezone.now())
+    labels_write(campaign_id=campaign.pk, question_ids=ids, exclude_blocked=True, now=timezone.now())
+    assert seen == ["off", "on"]
