@@ -135,3 +135,28 @@ def test_duplicate_assignments_and_file_problems(small: Campaign) -> None:
     with pytest.raises(BatchImportError, match="Input.image_url5"):
         mturk_batch_import(campaigns=[small], data=_csv([row]), mapping={"slots": 6})
     assert Answer.objects.count() == 0
+
+
+def test_checkbox_spellings_past_the_parsers_memo_read_as_before(small: Campaign) -> None:
+    """The pass remembers the truth of the few checkbox spellings an export uses (at most 64): a file with
+    many more spellings (case, blanks, junk) is read cell by cell exactly as `_truthy` reads it."""
+    import random
+
+    rng = random.Random(7)
+    truthy = [f"{p}{w}{s}" for w in ("true", "TRUE", "On", "yes", "1", "checked") for p in ("", " ") for s in ("", "  ")]
+    falsy = ["", "false", "0", "no", "off", "FALSE", *(f"junk{i}" for i in range(80))]
+    rows, expected = [], []
+    for i in range(120):
+        cells, choices = [], []
+        for _image in range(2):
+            yes = rng.random() < 0.5
+            cells += [rng.choice(truthy if yes else falsy), rng.choice(falsy if yes else truthy)]
+            choices.append("Yes" if yes else "No")
+        rows.append([f"H{i}", f"A{i}", f"X{i}", "Submitted", "20", "in boots", W, M,
+                     cells[1], cells[3], cells[0], cells[2]])  # No0, No1, Yes0, Yes1 (the header's order)
+        expected += [(f"A{i}", W, choices[0]), (f"A{i}", M, choices[1])]
+    assert len({*truthy, *falsy}) > 64
+    result = mturk_batch_import(campaigns=[small], data=_csv(rows), mapping=MAPPING)
+    assert result.answers == 240
+    assert sorted(Answer.objects.filter(campaign=small).values_list(
+        "annotator__mturk_worker_id", "question__image__source_url", "choice")) == sorted(expected)
