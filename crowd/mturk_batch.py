@@ -181,6 +181,22 @@ def _codes(values: dict[str, int], value: str) -> int:
     return code
 
 
+def _checked(row: dict[str, str], checkboxes: list[str], flags: dict[str | None, bool]) -> list[int]:
+    """The indexes of the checked boxes among `checkboxes` (one image's choices). `flags` remembers the
+    truth of the spellings seen, at most 64 (an export uses a few: "true", "", "false")."""
+    chosen = []
+    for i, box in enumerate(checkboxes):
+        value = row.get(box)
+        flag = flags.get(value)
+        if flag is None:
+            flag = _truthy(value)
+            if len(flags) < 64:
+                flags[value] = flag
+        if flag:
+            chosen.append(i)
+    return chosen
+
+
 @dataclass
 class _Parsed:
     """What the pass over the file keeps: one entry per accepted row (`planned`), and its answers as
@@ -255,16 +271,7 @@ def _parse_rows(rows: Iterator[tuple[int, dict[str, str]]], ctx: dict[str, Any],
             url = row.get(col, "").strip()
             if not url:
                 continue  # a HIT with fewer images than slots
-            chosen = []
-            for i, box in enumerate(checkboxes):
-                value = row.get(box)
-                flag = flags.get(value)
-                if flag is None:
-                    flag = _truthy(value)
-                    if len(flags) < 64:  # the few spellings an export uses ("true", "", "false")
-                        flags[value] = flag
-                if flag:
-                    chosen.append(i)
+            chosen = _checked(row, checkboxes, flags)
             if len(chosen) != 1:
                 names = [choices[i] for i in chosen]
                 bad(f"image {k} ({col}): {'both ' + ' and '.join(names) if names else 'no choice'} checked")
