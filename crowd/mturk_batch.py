@@ -223,7 +223,6 @@ def _parse_rows(rows: Iterator[tuple[int, dict[str, str]]], ctx: dict[str, Any],
     per_image = [(k, col, [choice_cols[c][k] for c in choices]) for k, col in enumerate(image_cols)]
     add_row, add_plan, add_url, add_slot, add_choice, add_k = (
         cols[name].append for name in ("row", "plan", "url", "slot", "choice", "k"))
-    urls = parsed.urls
     flags: dict[str | None, bool] = {}
     file_assignments: dict[str, int] = {}
     for index, row in rows:
@@ -276,12 +275,9 @@ def _parse_rows(rows: Iterator[tuple[int, dict[str, str]]], ctx: dict[str, Any],
                 names = [choices[i] for i in chosen]
                 bad(f"image {k} ({col}): {'both ' + ' and '.join(names) if names else 'no choice'} checked")
                 continue
-            code = urls.get(url)
-            if code is None:
-                code = urls[url] = len(urls)
             add_row(index)
             add_plan(plan)
-            add_url(code)
+            add_url(_codes(parsed.urls, url))
             add_slot(slot)
             add_choice(chosen[0])
             add_k(k)
