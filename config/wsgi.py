@@ -7,3 +7,8 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.production")
 application = get_wsgi_application()
+
+# A report built in a request (under the work budget) finds its libraries loaded (metrics/core/preload.py).
+from metrics.core.preload import preload  # noqa: E402 - after the app registry is ready
+
+preload()
