@@ -30,11 +30,19 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .agreement_subsets import alpha_from_coincidences, coincidence_total
-from .annotator_permutations import LinearParts, LinearStatistic, permuted_differences, permuted_studentized
+from .annotator_permutations import (
+    AnswersByAnnotator,
+    LinearParts,
+    LinearStatistic,
+    answers_by_annotator,
+    permuted_differences,
+    permuted_studentized,
+    pool_positions,
+)
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
-__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "gep_headline", "group_counts", "group_statistic",
+__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "answers_prepared", "gep_headline", "group_counts", "group_statistic",
            "majority_codes", "permutation_test_groups", "pool_positions", "pst_headline"]
 
 Statistic = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # counts (questions x choices) -> (m,)
@@ -203,15 +211,13 @@ def _fast_parts(statistic: Statistic) -> tuple[LinearParts, bool] | None:
     return None
 
 
-def _studentize(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
-                observed_side: NDArray[np.bool_], sides: NDArray[np.bool_], parts: LinearParts,
-                d_all: NDArray[np.float64], observed: NDArray[np.float64]
+def _studentize(t: NDArray[np.float64], d_all: NDArray[np.float64], observed: NDArray[np.float64]
                 ) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
     """Replace the ratio headline's columns of the permuted and observed differences by their studentized
-    versions (`permuted_studentized`). A cell whose observed statistic cannot be studentized (a group
-    with fewer than two annotators answering in it) keeps its raw difference; a shuffle that cannot
-    counts as at least as extreme as the observation (conservative)."""
-    t = permuted_studentized(q, code, pos, n_pool, np.vstack([observed_side[None], sides]), parts)
+    versions ``t`` (row 0 the observed split, then one row per shuffle: `permuted_studentized`). A cell
+    whose observed statistic cannot be studentized (a group with fewer than two annotators answering in
+    it) keeps its raw difference; a shuffle that cannot counts as at least as extreme as the observation
+    (conservative)."""
     n = t.shape[1]
     ok = np.isfinite(t[0])
     d_all, compare = d_all.copy(), observed.copy()
@@ -220,27 +226,16 @@ def _studentize(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.i
     return d_all, compare, n
 
 
-# Annotator ids up to this many are looked up in a table (one gather per answer, 8 bytes per id) instead of
-# by binary search (at 10M answers the 19 pairs' searches took 3.2 s of the annotators section).
-_TABLE_IDS = 1 << 24
-
-
-def pool_positions(who: NDArray[np.int64], pool: NDArray[np.int64]) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
-    """(whether each answer's annotator ``who`` is in ``pool``, the pool position of each one that is):
-    what ``np.isin`` and a binary search over the sorted pool give, by a table over the ids when they are
-    non-negative, below ``_TABLE_IDS`` and the pool has no repeat."""
-    if who.size == 0 or pool.size == 0:
-        return np.zeros(who.size, dtype=bool), np.zeros(0, dtype=np.intp)
-    lo, top = int(min(who.min(), pool.min())), int(max(who.max(), pool.max()))
-    if lo >= 0 and top < _TABLE_IDS and np.unique(pool).size == pool.size:
-        table = np.full(top + 1, -1, dtype=np.intp)
-        table[pool] = np.arange(pool.size)
-        slot = table[who]
-        inside = slot >= 0
-        return inside, slot[inside]
-    inside = np.isin(who, pool)
-    order = np.argsort(pool)
-    return inside, order[np.searchsorted(pool[order], who[inside])].astype(np.intp, copy=False)
+def answers_prepared(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int,
+                     n_choices: int, statistic: Statistic) -> AnswersByAnnotator | None:
+    """These answers by annotator for :func:`permutation_test_groups`'s ``prepared`` (built once for the many
+    pairs tested on the same answers with the same statistic); None when ``statistic`` has no vectorised
+    path (it is then computed per shuffle)."""
+    fast = _fast_parts(statistic)
+    if fast is None:
+        return None
+    return answers_by_annotator(np.asarray(a_qidx, dtype=np.int64), np.asarray(a_annotator, dtype=np.int64),
+                                np.asarray(a_code, dtype=np.int64), n_questions, n_choices, *fast)
 
 
 def group_statistic(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int, n_choices: int,
@@ -266,50 +261,77 @@ class GroupTest:
 def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike, n_questions: int,
                             n_choices: int, annotators_a: Sequence[int], annotators_b: Sequence[int],
                             statistic: Statistic, n_perm: int = 1000, seed: int | None = 0,
-                            group_statistics: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-                            ) -> GroupTest:
+                            group_statistics: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+                            prepared: AnswersByAnnotator | None = None) -> GroupTest:
     """Permutation test of the difference of ``statistic`` between the groups of annotators A and B
     (see the module docstring). Answers of annotators in neither group are ignored. ``group_statistics``: the
     statistic of A's and of B's answers when the caller has them (:func:`group_statistic`, once per group
-    for the many pairs a group is in); else computed here, the same values."""
-    q = np.asarray(a_qidx, dtype=np.int64)
-    who = np.asarray(a_annotator, dtype=np.int64)
-    code = np.asarray(a_code, dtype=np.int64)
+    for the many pairs a group is in); else computed here, the same values. ``prepared``: these answers
+    by annotator (:func:`~metrics.core.annotator_permutations.answers_by_annotator` with the statistic's
+    headline, and alpha's pairs when it has alpha), built once for the many pairs tested on them; used by
+    the vectorised path when both groups' figures are given and no annotator is in both groups."""
     pool = np.asarray([*annotators_a, *annotators_b], dtype=np.int64)
     if not len(annotators_a) or not len(annotators_b):
         raise ValueError("both groups need at least one annotator")
+    n_a = len(annotators_a)
+    observed_side = np.arange(pool.size) < n_a
+    fast = _fast_parts(statistic)
+    if (prepared is not None and fast is not None and group_statistics is not None and n_perm > 0
+            and prepared.headline is fast[0] and (prepared.pairs is not None) == fast[1]
+            and np.unique(pool).size == pool.size):
+        sa, sb = group_statistics
+        observed = sa - sb
+        rows = prepared.index(pool)
+        sides = _shuffles(seed, observed_side, n_perm)
+        d_all, compare, studentized = prepared.differences(rows, sides), observed, 0
+        if fast[0].ratio_scale is not None:  # ratio headlines: the studentized difference (unequal groups)
+            t = prepared.studentized(rows, np.vstack([observed_side[None], sides]))
+            d_all, compare, studentized = _studentize(t, d_all, observed)
+        return _result(sa, sb, observed, _hits(d_all, compare), n_perm, studentized)
+    q = np.asarray(a_qidx, dtype=np.int64)
+    who = np.asarray(a_annotator, dtype=np.int64)
+    code = np.asarray(a_code, dtype=np.int64)
     inside, pos = pool_positions(who, pool)  # answer -> position of its annotator in the pool
     q, code = q[inside], code[inside]
-    n_a = len(annotators_a)
 
     def both(in_a: NDArray[np.bool_]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         member = in_a[pos]
         return (statistic(group_counts(q, code, member, n_questions, n_choices)),
                 statistic(group_counts(q, code, ~member, n_questions, n_choices)))
 
-    observed_side = np.arange(pool.size) < n_a
     sa, sb = both(observed_side) if group_statistics is None else group_statistics
     observed = sa - sb
-    rng = np.random.default_rng(seed)
-    hits = np.zeros(observed.shape, dtype=np.int64)
     studentized = 0
-    fast = _fast_parts(statistic)
     if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
-        sides = np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
+        sides = _shuffles(seed, observed_side, n_perm)
         d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
         compare = observed
         if fast[0].ratio_scale is not None:  # ratio headlines: the studentized difference (unequal groups)
-            d_all, compare, studentized = _studentize(q, code, pos, pool.size, observed_side, sides, fast[0], d_all,
-                                                      observed)
-        with np.errstate(invalid="ignore"):
-            hits += (np.abs(d_all) >= np.abs(compare) - 1e-12).sum(axis=0)
-        n_loop = 0
-    else:
-        n_loop = n_perm
-    for _ in range(n_loop):
+            t = permuted_studentized(q, code, pos, pool.size, np.vstack([observed_side[None], sides]), fast[0])
+            d_all, compare, studentized = _studentize(t, d_all, observed)
+        return _result(sa, sb, observed, _hits(d_all, compare), n_perm, studentized)
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(observed.shape, dtype=np.int64)
+    for _ in range(n_perm):
         d = np.subtract(*both(rng.permutation(observed_side)))
         with np.errstate(invalid="ignore"):
             hits += (np.abs(d) >= np.abs(observed) - 1e-12)
+    return _result(sa, sb, observed, hits, n_perm, studentized)
+
+
+def _shuffles(seed: int | None, observed_side: NDArray[np.bool_], n_perm: int) -> NDArray[np.bool_]:
+    """The loop's shuffles, in its order (``rng.permutation`` of the side labels), as rows."""
+    rng = np.random.default_rng(seed)
+    return np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
+
+
+def _hits(d_all: NDArray[np.float64], compare: NDArray[np.float64]) -> NDArray[np.int64]:
+    with np.errstate(invalid="ignore"):
+        return (np.abs(d_all) >= np.abs(compare) - 1e-12).sum(axis=0)
+
+
+def _result(sa: NDArray[np.float64], sb: NDArray[np.float64], observed: NDArray[np.float64], hits: NDArray[np.int64],
+            n_perm: int, studentized: int) -> GroupTest:
     p = (1 + hits) / (n_perm + 1)
     p = np.where(np.isfinite(observed), p, np.nan)
     return GroupTest(sa, sb, observed, p, n_perm, studentized)

@@ -29,11 +29,36 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .agreement_subsets import alpha_from_coincidences
-from .annotator_alpha import permuted_coincidences
+from .annotator_alpha import AnswerPairs, answer_pairs, permuted_coincidences, pool_coincidences
 
-__all__ = ["LinearParts", "LinearStatistic", "permuted_differences", "permuted_studentized"]
+__all__ = ["AnswersByAnnotator", "LinearParts", "LinearStatistic", "annotator_sums", "answers_by_annotator",
+           "differences_from_sums", "permuted_differences", "permuted_studentized", "pool_positions",
+           "studentized_from_sums"]
 
 _BLOCK_CELLS = 4_000_000  # (permutations x annotators x cells) per block: bounds memory
+
+
+# Annotator ids up to this many are looked up in a table (one gather per answer, 8 bytes per id) instead of
+# by binary search (at 10M answers the 19 pairs' searches took 3.2 s of the annotators section).
+_TABLE_IDS = 1 << 24
+
+
+def pool_positions(who: NDArray[np.int64], pool: NDArray[np.int64]) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+    """(whether each answer's annotator ``who`` is in ``pool``, the pool position of each one that is):
+    what ``np.isin`` and a binary search over the sorted pool give, by a table over the ids when they are
+    non-negative, below ``_TABLE_IDS`` and the pool has no repeat."""
+    if who.size == 0 or pool.size == 0:
+        return np.zeros(who.size, dtype=bool), np.zeros(0, dtype=np.intp)
+    lo, top = int(min(who.min(), pool.min())), int(max(who.max(), pool.max()))
+    if lo >= 0 and top < _TABLE_IDS and np.unique(pool).size == pool.size:
+        table = np.full(top + 1, -1, dtype=np.intp)
+        table[pool] = np.arange(pool.size)
+        slot = table[who]
+        inside = slot >= 0
+        return inside, slot[inside]
+    inside = np.isin(who, pool)
+    order = np.argsort(pool)
+    return inside, order[np.searchsorted(pool[order], who[inside])].astype(np.intp, copy=False)
 
 
 @dataclass(frozen=True)
@@ -61,7 +86,7 @@ class LinearStatistic:
         return self._stat(counts)
 
 
-def _annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp],
+def annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp],
                     n_pool: int) -> NDArray[np.float64]:
     """(pool annotators, 2, cells): each annotator's numerator and denominator sums."""
     cell = parts.cell[q]
@@ -79,8 +104,17 @@ def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDA
     """(permutations, m) differences A - B of the headline statistics (and alpha last, when
     ``with_alpha``) for each row of ``sides`` (permutations x pool annotators, True: in A). ``q``,
     ``code``, ``pos``: question, choice and pool position of each answer of the pool."""
-    sums = _annotator_sums(headline, q, code, pos, n_pool)
-    flat = sums.reshape(n_pool, -1)
+    diff = differences_from_sums(annotator_sums(headline, q, code, pos, n_pool), sides, headline)
+    if not with_alpha:
+        return diff
+    return np.concatenate([diff, _alpha_differences(q, code, pos, n_questions, n_choices, sides)], axis=1)
+
+
+def differences_from_sums(sums: NDArray[np.float64], sides: NDArray[np.bool_], headline: LinearParts
+                          ) -> NDArray[np.float64]:
+    """(permutations, m) headline differences A - B from the pool annotators' sums (pool, 2, cells), as
+    :func:`annotator_sums` gives them (or rows of a set of sums built once for every annotator)."""
+    flat = sums.reshape(sums.shape[0], -1)
     total = flat.sum(axis=0)
     out = []
     step = max(1, _BLOCK_CELLS // max(1, flat.size))
@@ -90,10 +124,7 @@ def permuted_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDA
         a = headline.finish(in_a.reshape(-1, *sums.shape[1:]))
         b = headline.finish((total[None] - in_a).reshape(-1, *sums.shape[1:]))
         out.append(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
-    diff = np.concatenate(out, axis=0) if out else np.zeros((0, 0))
-    if not with_alpha:
-        return diff
-    return np.concatenate([diff, _alpha_differences(q, code, pos, n_questions, n_choices, sides)], axis=1)
+    return np.concatenate(out, axis=0) if out else np.zeros((0, 0))
 
 
 def permuted_studentized(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp], n_pool: int,
@@ -107,9 +138,14 @@ def permuted_studentized(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDA
     of their annotators (not only under exchangeability): the raw difference rejected a true
     equal-mean null 25% of the time for 5 against 160 annotators of unequal spread (bench/README.md
     section 10)."""
+    return studentized_from_sums(annotator_sums(headline, q, code, pos, n_pool), sides, headline)
+
+
+def studentized_from_sums(sums: NDArray[np.float64], sides: NDArray[np.bool_], headline: LinearParts
+                          ) -> NDArray[np.float64]:
+    """:func:`permuted_studentized` from the pool annotators' sums (pool, 2, cells)."""
     if headline.ratio_scale is None:
         raise ValueError("the headline is not a ratio of sums: no studentized statistic")
-    sums = _annotator_sums(headline, q, code, pos, n_pool)  # (pool, 2, cells)
     y, x = sums[:, 0, :], sums[:, 1, :]
     feats = np.concatenate([y, x, y * y, x * y, x * x, (x > 0).astype(float)], axis=1)  # (pool, 6 cells)
     total = feats.sum(axis=0)
@@ -142,3 +178,54 @@ def _alpha_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArr
     o_a, o_b = permuted_coincidences(q, code, pos, sides.shape[1], n_questions, max(1, n_choices), sides)
     alpha = alpha_from_coincidences(np.stack([o_a, o_b]))  # (2, permutations)
     return (alpha[0] - alpha[1])[:, None]
+
+
+@dataclass(frozen=True)
+class AnswersByAnnotator:
+    """What the permutation test of any pair of groups needs from one set of answers, built once for
+    every pair (issue 23: the 10M report's 19 pairs rebuilt it from the answers per pair, 17 s of its
+    annotators section): the annotators' ids (sorted), each one's headline sums (:func:`annotator_sums`;
+    one more row of zeros, for a pool member without answers) and, when alpha is tested, the answers'
+    pairs over the annotators' indices (:class:`~metrics.core.annotator_alpha.AnswerPairs`). A pool's
+    rows of the sums are the sums :func:`annotator_sums` gives over the pool's answers (each annotator's
+    answers summed in the same order: the same floats); the pool's alpha matrices are
+    :func:`~metrics.core.annotator_alpha.pool_coincidences` of the pairs (integer counts: exact)."""
+
+    ids: NDArray[np.int64]
+    headline: LinearParts
+    sums: NDArray[np.float64]
+    pairs: AnswerPairs | None
+
+    def index(self, pool: NDArray[np.int64]) -> NDArray[np.intp]:
+        """Each pool member's row (``ids.size``, the zero row, for one without answers)."""
+        n = self.ids.size
+        at = np.minimum(np.searchsorted(self.ids, pool), max(n - 1, 0))
+        found = self.ids[at] == pool if n else np.zeros(pool.size, dtype=bool)
+        return np.where(found, at, n).astype(np.intp)
+
+    def differences(self, rows: NDArray[np.intp], sides: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """:func:`permuted_differences` of the pool whose rows are ``rows`` (alpha last when the pairs
+        were built)."""
+        diff = differences_from_sums(self.sums[rows], sides, self.headline)
+        if self.pairs is None:
+            return diff
+        o_a, o_b = pool_coincidences(self.pairs, rows, sides)
+        alpha = alpha_from_coincidences(np.stack([o_a, o_b]))  # (2, permutations)
+        return np.concatenate([diff, (alpha[0] - alpha[1])[:, None]], axis=1)
+
+    def studentized(self, rows: NDArray[np.intp], sides: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """:func:`permuted_studentized` of the pool whose rows are ``rows``."""
+        return studentized_from_sums(self.sums[rows], sides, self.headline)
+
+
+def answers_by_annotator(q: NDArray[np.int64], who: NDArray[np.int64], code: NDArray[np.int64], n_questions: int,
+                         n_choices: int, headline: LinearParts, with_alpha: bool) -> AnswersByAnnotator:
+    """:class:`AnswersByAnnotator` of the answers (question, annotator id, choice)."""
+    small = who.size > 0 and who.min() >= 0 and who.max() < _TABLE_IDS
+    ids = np.flatnonzero(np.bincount(who)).astype(np.int64) if small else np.unique(who)
+    _, idx = pool_positions(who, ids)  # every answer's annotator is among the ids
+    n = int(ids.size)
+    sums = annotator_sums(headline, q, code, idx, n)
+    sums = np.concatenate([sums, np.zeros((1, *sums.shape[1:]))])
+    pairs = answer_pairs(q, idx, code, n_questions, max(1, n_choices), n) if with_alpha else None
+    return AnswersByAnnotator(ids, headline, sums, pairs)

@@ -43,6 +43,7 @@ from metrics.core.agreement_subsets import agreement_summary, alpha_interval
 from metrics.core.annotator_groups import (
     HeadlineWithAlpha,
     alpha_stat,
+    answers_prepared,
     gep_headline,
     group_statistic,
     permutation_test_groups,
@@ -182,6 +183,7 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
     present = np.array([a for a in np.unique(data.a_annotator).tolist() if a in released], dtype=np.int64)
     answers_of = data.demographics
     stat = None  # built on the first permutation test (no named groups: no tests, no cost)
+    prepared = None  # the answers by annotator, with the statistic: once for every field's pairs
     out: AnnotatorsBlock = {
         "release": {k: v for k, v in release.items() if k != "members"},
         "min_group": options.min_group, "annotators": int(present.size),
@@ -212,12 +214,13 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
         tests: list[dict[str, Any]] = []
         if options.n_perm > 0 and len(named) > 1:
             stat = stat or _statistic(data, options, settings, alpha=not adaptive)
+            prepared = prepared or answers_prepared(data.a_qidx, data.a_annotator, data.a_code, n_q, k, stat)
             own = _own_statistics(data, named, members, stat)
             own_alpha = _own_statistics(agree, named, members, alpha_stat) if adaptive else {}
             for a, b in combinations(named, 2):
                 res = permutation_test_groups(data.a_qidx, data.a_annotator, data.a_code, n_q, k, members[a],
                                               members[b], stat, n_perm=options.n_perm, seed=seed,
-                                              group_statistics=(own[a], own[b]))
+                                              group_statistics=(own[a], own[b]), prepared=prepared)
                 rows = [(res, i) for i in range(len(metrics) + (0 if adaptive else 1))]
                 if adaptive:  # alpha on the first `min` answers of every question
                     ta = permutation_test_groups(agree.a_qidx, agree.a_annotator, agree.a_code, n_q, k, members[a],

@@ -198,7 +198,7 @@ def test_pool_positions_equal_isin_and_binary_search(who: list[int], pool: list[
     """The table lookup gives what `np.isin` and a binary search over the sorted pool give, for every
     input: negative ids, ids past the table's range (`big`), a pool with repeats (both fall back to the
     search), answers of annotators outside the pool, empty sides."""
-    from metrics.core import annotator_groups as ag
+    from metrics.core import annotator_permutations as ag
 
     w = np.asarray(who, dtype=np.int64) + (ag._TABLE_IDS if big else 0)
     p = np.asarray(pool, dtype=np.int64) + (ag._TABLE_IDS if big else 0)
