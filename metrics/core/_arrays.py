@@ -76,6 +76,60 @@ _HASH_FROM = 4096
 _HASH_FROM_TEXT = 65536
 
 
+#: Strings of at most this many characters are coded from their code points as integers (three 21-bit
+#: code points to an int64, exactly: Unicode stops at 0x10FFFF), not through Python objects: 3.3M labels of
+#: 3 characters 0.36-0.39 -> 0.06-0.13 s, of 5-12 characters 1.3-2x faster; from ~20 no faster.
+_SHORT_TEXT = 12
+_POINT_BITS = 21
+_RADIX_LIMIT = 1 << 62  # the combined codes stay below it (int64)
+
+
+def _short_text_codes(arr: NDArray[np.str_]) -> tuple[NDArray[np.intp], NDArray[np.str_]]:
+    """``np.unique(arr, return_inverse=True)`` swapped (codes, sorted uniques) of a string array, exactly:
+    each group of three characters' code points packed into one int64 and hashed (pandas.factorize), the
+    groups' codes combined (mixed radix), then the few distinct strings sorted. numpy pads a string with
+    NUL characters and has no trailing NUL of its own, so equal packed rows are equal strings."""
+    import pandas as pd
+
+    n, width = arr.size, arr.dtype.itemsize // 4
+    points = np.ascontiguousarray(arr).view(np.uint32).reshape(n, width)
+    codes: NDArray[np.int64] | None = None
+    k = 1
+    for start in range(0, width, 3):
+        key = points[:, start].astype(np.int64)
+        for j in range(start + 1, min(start + 3, width)):
+            key |= points[:, j].astype(np.int64) << (_POINT_BITS * (j - start))
+        part, distinct = pd.factorize(key)
+        if codes is None:
+            codes, k = part.astype(np.int64), int(distinct.size)
+        elif distinct.size > 1:
+            if k * distinct.size >= _RADIX_LIMIT:  # keep the mixed radix inside int64: renumber first
+                codes, k = _dense(codes, k)
+            codes = codes * distinct.size + part
+            k *= int(distinct.size)
+    assert codes is not None
+    if start:  # more than one group: the combined codes are sparse in 0..k-1
+        codes, k = _dense(codes, k)
+    first = np.empty(k, dtype=np.intp)
+    first[codes] = np.arange(n)  # a row of each code (any one: they hold the same string)
+    distinct_texts = arr[first]
+    order = np.argsort(distinct_texts, kind="stable")
+    rank = np.empty(k, dtype=np.intp)
+    rank[order] = np.arange(k)
+    return rank[codes], distinct_texts[order]
+
+
+def _dense(codes: NDArray[np.int64], k: int) -> tuple[NDArray[np.int64], int]:
+    """Codes renumbered ``0..d-1`` (d: how many occur), by a table when ``k`` is small, else a hash."""
+    if k <= max(4 * codes.size, 1 << 20):
+        seen = np.bincount(codes, minlength=k) > 0
+        return (np.cumsum(seen) - 1)[codes], int(seen.sum())
+    import pandas as pd
+
+    dense, distinct = pd.factorize(codes)
+    return dense.astype(np.int64), int(distinct.size)
+
+
 def encode(
     values: ArrayLike, categories: Sequence[Any] | None = None
 ) -> tuple[NDArray[np.intp], NDArray[Any]]:
@@ -87,6 +141,8 @@ def encode(
     """
     arr = as_1d(values, "values")
     if categories is None:
+        if arr.dtype.kind == "U" and arr.size >= _HASH_FROM_TEXT and arr.dtype.itemsize // 4 <= _SHORT_TEXT:
+            return _short_text_codes(arr)
         if (arr.dtype.kind in "iu" and arr.size >= _HASH_FROM) or (arr.dtype.kind == "U" and arr.size >= _HASH_FROM_TEXT):
             # np.unique's result (sorted uniques, codes into them) from a hash table: O(n), not a sort of
             # every value (integers and strings only: no NaN, which pandas would code -1).
