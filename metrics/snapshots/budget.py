@@ -28,14 +28,33 @@ from metrics.options import ReportOptions
 REPORT_FIXED_S = 0.2           # fixed part 0.05-0.11 s CPU; the whole report at 9,120 answers 0.10-0.17 s CPU
 REPORT_PER_ANSWER_S = 3.0e-6   # 1M answers, default options: 2.47 s quiet wall (bench/report_scale.py, README
 #                                "Today's figures", main 9c74c9a); the small campaigns' slope is noise
-BOOT_PER_IMAGE_DRAW_S = 1.5e-6  # PST (with intervention, Neutrality in every setting): 0.62-0.75 us CPU per
-#                                 image-draw x (1 + groups), 1.6-2.7 us wall loaded
-GEP_BOOT_PER_IMAGE_DRAW_S = 2.0e-7  # GEP: 0.056-0.089 us CPU, 0.16-0.20 us wall loaded
-PERM_PER_IMAGE_DRAW_S = 1.0e-6  # the report's PST tests (PST only): 0.12-0.66 us CPU, 0.63-1.0 us wall loaded
-#                                 (a small difference of two timings: the larger figure, rounded up)
-PAIR_PERM_S = 1.0e-4           # one permutation of one pair of annotator groups: 30-46 us CPU at 4,560
-#                                answers, 41-50 us at 9,120 (77-218 us wall loaded)
-PAIR_PERM_PER_ANSWER_S = 1.0e-8  # ... its per-answer slope: 0.001-0.002 us CPU, 0.005-0.017 us wall loaded
+# The bootstraps, the tests and the annotators section, recalibrated on 2026-11-28 15:31-16:07 UTC (a quiet,
+# fast 2-vCPU VM; main 62e3e27; wall time): each draw has a fixed part (its vectors, the interval's
+# bookkeeping) and a part per image; at scale the per-image part is tens of times below what the small
+# calibration campaign's figure implied (bench/README.md section 12, "Recalibration at scale"). Measured
+# with `report_build` on extracted data, best of 2, one option on at a time, and `bench/budget_calibrate.py`:
+# - PST: 88 images (the calibration campaign) 12 us per draw, 8.5 us per permutation of its tests; 1,720
+#   images (the intervention design, 9,960 answers) n_boot 1,000 +0.153 s, 3,000 +0.442 s (0.145-0.153 ms
+#   per draw), n_perm 1,000 +0.016 s.
+# - GEP: 2,560 images (the paper's design) 44 us per draw; 1M answers / 500 annotators (22,208 images, 11
+#   groups, 19 pairs) n_boot 1,000 +1.90 s over 12 bootstraps (0.158 ms per draw), n_perm 1,000 +1.46 s,
+#   3,000 +2.67 s (32 us per pair-permutation; 0.86 s once: the groups' own statistics and the answers
+#   prepared for every pair), the groups' figures without draws +1.6 s (0.15 us per answer and group);
+#   10M answers (222,080 images; cProfile, 15:47 UTC) ~1 ms per group-draw, 0.18 ms per pair-permutation,
+#   10.1 s once for the pairs (1.0 us per answer), the groups' figures without draws ~26 s (0.24 us).
+# - Pairs of groups, 4,560 / 9,120 answers: 18 / 23 us per pair-permutation.
+# Each constant about twice to three times its figures.
+BOOT_PER_DRAW_S = 3.0e-5        # PST, per draw x (1 + groups): ~12 us fixed
+BOOT_PER_IMAGE_DRAW_S = 1.5e-7  # ... per image: ~80 ns
+GEP_BOOT_PER_DRAW_S = 6.0e-5    # GEP, per draw x (1 + groups): ~29 us fixed
+GEP_BOOT_PER_IMAGE_DRAW_S = 1.2e-8  # ... per image: ~4-6 ns
+PERM_PER_DRAW_S = 2.0e-5        # the report's PST tests (PST only), per permutation: ~8 us fixed
+PERM_PER_IMAGE_DRAW_S = 2.0e-8  # ... per image: ~5-9 ns
+PAIR_PERM_S = 5.0e-5            # one permutation of one pair of annotator groups: 18-32 us
+PAIR_PERM_PER_ANSWER_S = 3.0e-11  # ... per answer: (0.18 ms - 32 us) over 10M answers
+PAIRS_PER_ANSWER_S = 2.0e-6     # once when there are pairs to test: 0.86-1.0 us per answer
+GROUP_PER_ANSWER_S = 5.0e-7     # each group's figures without draws (labels, frequencies, agreement), per
+#                                 answer and group: 0.15-0.24 us
 COMPARE_PER_IMAGE_DRAW_S = 1.0e-8  # per unit of `compare_work`: `bench/compare.py` 17:18-17:21 UTC (load 4.5-5.2),
 #                                    the GEP authors' three models, 10,000 draws: 2.04-2.17 s CPU for
 #                                    3.07e8 image-draws (6.6 ns, extraction included; 7.4-11.0 s wall)
@@ -87,13 +106,18 @@ def report_estimate(campaign: Campaign, options: ReportOptions) -> Estimate:
     shape = annotator_pairs(campaign, min_group=options.min_group)
     images = _images(campaign)
     pst = campaign.kind == Campaign.Kind.PST  # GEP's bootstrap is cheaper, and it has no image-level tests
-    boot = options.n_boot * images * (BOOT_PER_IMAGE_DRAW_S if pst else GEP_BOOT_PER_IMAGE_DRAW_S) * (1 + shape.groups)
-    perm = options.n_perm * ((images * PERM_PER_IMAGE_DRAW_S if pst else 0.0)
+    per_draw = (BOOT_PER_DRAW_S + images * BOOT_PER_IMAGE_DRAW_S if pst
+                else GEP_BOOT_PER_DRAW_S + images * GEP_BOOT_PER_IMAGE_DRAW_S)
+    boot = options.n_boot * per_draw * (1 + shape.groups)
+    perm = options.n_perm * ((PERM_PER_DRAW_S + images * PERM_PER_IMAGE_DRAW_S if pst else 0.0)
                              + shape.pairs * (PAIR_PERM_S + shape.answers * PAIR_PERM_PER_ANSWER_S))
+    if options.n_perm and shape.pairs:
+        perm += shape.answers * PAIRS_PER_ANSWER_S
     raised = {name for name in ("n_boot", "n_perm") if getattr(options, name) > _DEFAULTS[name]}
     if options.min_group < _DEFAULTS["min_group"]:
         raised.add("n_perm")  # more, smaller groups: more pairs tested n_perm times each
-    return Estimate(data=report_data_s(shape.answers), options={"n_boot": boot, "n_perm": perm},
+    groups = shape.answers * shape.groups * GROUP_PER_ANSWER_S
+    return Estimate(data=report_data_s(shape.answers) + groups, options={"n_boot": boot, "n_perm": perm},
                     raised=frozenset(raised))
 
 
