@@ -35,6 +35,7 @@ from .annotator_permutations import (
     LinearParts,
     LinearStatistic,
     answers_by_annotator,
+    members_mask,
     permuted_differences,
     permuted_studentized,
     pool_positions,
@@ -43,7 +44,7 @@ from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
 __all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "answers_prepared", "gep_headline", "group_counts", "group_statistic",
-           "majority_codes", "permutation_test_groups", "pool_positions", "pst_headline"]
+           "majority_codes", "members_mask", "permutation_test_groups", "pool_positions", "pst_headline"]
 
 Statistic = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # counts (questions x choices) -> (m,)
 Unit = Literal["majority", "answer"]
@@ -242,7 +243,7 @@ def group_statistic(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: ArrayLike
                     annotators: Sequence[int], statistic: Statistic) -> NDArray[np.float64]:
     """``statistic`` of the answers of ``annotators``: what :func:`permutation_test_groups` computes for each
     side of a pair (the group's vote counts are the same whichever pool they are counted in)."""
-    member = np.isin(np.asarray(a_annotator, dtype=np.int64), np.asarray(annotators, dtype=np.int64))
+    member = members_mask(np.asarray(a_annotator, dtype=np.int64), annotators)
     return statistic(group_counts(a_qidx, a_code, member, n_questions, n_choices))
 
 

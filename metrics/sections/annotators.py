@@ -46,6 +46,7 @@ from metrics.core.annotator_groups import (
     answers_prepared,
     gep_headline,
     group_statistic,
+    members_mask,
     permutation_test_groups,
     pst_headline,
 )
@@ -116,9 +117,10 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
                    gep_rows: dict[str, SettingRows]) -> dict[str, Any]:
     """The headline figures and agreement of one group's answers (labels: the group's majority). `gep_rows`:
     the section's memo of each GEP setting's questions, coded once for every group (`gep_section(rows=)`)."""
-    sub = dataclasses.replace(data, a_qidx=data.a_qidx[member], a_annotator=data.a_annotator[member],
-                              a_code=data.a_code[member], table=None,
-                              a_arrival=None if data.a_arrival is None else data.a_arrival[member])
+    rows = np.flatnonzero(member)  # once: each column taken by position, not masked again
+    sub = dataclasses.replace(data, a_qidx=data.a_qidx[rows], a_annotator=data.a_annotator[rows],
+                              a_code=data.a_code[rows], table=None,
+                              a_arrival=None if data.a_arrival is None else data.a_arrival[rows])
     group_options = dataclasses.replace(options, aggregation="majority", n_perm=0)
     labels, ties = question_labels(sub, group_options)
     headline: dict[str, Any] = {}
@@ -139,8 +141,9 @@ def _group_figures(data: CampaignData, member: np.ndarray, options: ReportOption
             part: Mapping[str, Any] = gep_part.get(cast(GepSettingName, s), {})
             headline[f"gep_{s}"] = {"value": part.get("score"), "ci": part.get("score_ci"),
                                     "ci_method": part.get("score_ci_method")}
-    counts = dataclasses.replace(agree, a_qidx=agree.a_qidx[agree_member], a_annotator=agree.a_annotator[agree_member],
-                                 a_code=agree.a_code[agree_member], table=None, a_arrival=None).vote_counts()
+    agree_rows = np.flatnonzero(agree_member)
+    counts = dataclasses.replace(agree, a_qidx=agree.a_qidx[agree_rows], a_annotator=agree.a_annotator[agree_rows],
+                                 a_code=agree.a_code[agree_rows], table=None, a_arrival=None).vote_counts()
     agreement = agreement_summary(counts)
     if options.n_boot > 0 and agreement["answers"]:
         # Drawn by pattern (`metrics.core.resampling`): the same distribution as drawing the images one by one,
@@ -205,11 +208,11 @@ def annotators_section(data: CampaignData, options: ReportOptions, seed: int) ->
                 groups[name] = {"annotators": None, "suppressed": True}
                 continue
             members[name] = [a for a, g in merged.items() if g == name]
-            member = np.isin(data.a_annotator, members[name])
+            member = members_mask(data.a_annotator, members[name])
             groups[name] = {"annotators": n, "answers": int(member.sum())}
             if n < present.size:  # a group of every member: no figures of its own (they would follow)
                 groups[name].update(_group_figures(data, member, options, seed, settings, agree,
-                                                   np.isin(agree.a_annotator, members[name]), gep_rows))
+                                                   members_mask(agree.a_annotator, members[name]), gep_rows))
         named = [g for g in members if g not in (OTHER, NOT_REPORTED)]
         tests: list[dict[str, Any]] = []
         if options.n_perm > 0 and len(named) > 1:

@@ -211,3 +211,17 @@ def test_pool_positions_equal_isin_and_binary_search(who: list[int], pool: list[
         np.testing.assert_array_equal(pos, want)  # a repeated id: the search's position (the fallback)
     else:
         assert pos.size == 0
+
+
+@given(who=st.lists(st.integers(-3, 40), max_size=60), members=st.lists(st.integers(-3, 40), max_size=12),
+       big=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_members_mask_equals_isin(who: list[int], members: list[int], big: bool) -> None:
+    """The annotators section's group masks by a table give `np.isin`'s, for every input: negative ids, ids
+    past the table's range (the fallback), repeated members, empty sides."""
+    from metrics.core.annotator_permutations import _TABLE_IDS, members_mask
+
+    w = np.asarray(who, dtype=np.int64) + (_TABLE_IDS if big else 0)
+    m = np.asarray(members, dtype=np.int64) + (_TABLE_IDS if big else 0)
+    np.testing.assert_array_equal(members_mask(w, m), np.isin(w, m))
+    np.testing.assert_array_equal(members_mask(w, m.tolist()), np.isin(w, m))
