@@ -102,7 +102,10 @@ def test_killed_worker_work_is_redelivered_exactly_once(workers: list[Worker], t
     second = Worker(tmp_path, env=env)
     workers.append(second)
     second.wait_ready()
-    wait_for(lambda: _finished(campaign), timeout=90, what="the campaign to complete", worker=second)
+    # The campaign turns `generated` in its own transaction right after the batch's last image is stored
+    # (generation.services.campaign_generation_refresh): wait for both, not for the images alone.
+    wait_for(lambda: _finished(campaign) and Campaign.objects.get(pk=campaign.pk).status == "generated",
+             timeout=90, what="the campaign to complete", worker=second)
 
     images = list(Image.objects.filter(campaign=campaign))
     assert len(images) == 12 and {i.status for i in images} == {"done"}

@@ -4,6 +4,7 @@ loopback. Loopback is itself a refused range, so each test that expects a fetch 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -45,26 +46,45 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Connection", "close")
             self.end_headers()
-            for _ in range(50):
-                self.wfile.write(b"y" * 1000)
+            self._write_until_gone([b"y" * 1000] * 50, pause=0.0)
         elif self.path == "/slow":
             self.send_response(200)
             self.send_header("Content-Length", "100")
             self.end_headers()
-            for _ in range(100):  # a byte every 0.1 s: never idle for a whole timeout, slow in all
-                self.wfile.write(b"z")
-                self.wfile.flush()
-                time.sleep(0.1)
+            self._write_until_gone([b"z"] * 100, pause=0.1)  # never idle for a whole timeout, slow in all
         else:
             self._reply(404, b"secret body that must not be echoed")
 
     do_POST = do_GET
 
+    def _write_until_gone(self, chunks: list[bytes], pause: float) -> None:
+        """Write the chunks (``pause`` s apart) until the client hangs up: the product's cap or timeout
+        closes the connection early, and the handler must end then, not keep a thread writing (and
+        printing a broken pipe's traceback) into later tests."""
+        for chunk in chunks:
+            try:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            time.sleep(pause)
+
+
+class _Server(ThreadingHTTPServer):
+    """Joins its request threads when closed (the fixture's end), so no handler outlives its test."""
+
+    daemon_threads = False
+    block_on_close = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up is expected here
+            super().handle_error(request, client_address)
+
 
 @pytest.fixture
 def server() -> Iterator[str]:
     _Handler.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = _Server(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
