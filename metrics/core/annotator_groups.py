@@ -43,8 +43,9 @@ from .annotator_permutations import (
 from .gep import GepTiePolicy, present_weights
 from .pst import Treatment, stereo_weights
 
-__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "answers_prepared", "gep_headline", "group_counts", "group_statistic",
-           "majority_codes", "members_mask", "permutation_test_groups", "pool_positions", "pst_headline"]
+__all__ = ["GroupTest", "HeadlineWithAlpha", "alpha_stat", "answers_prepared", "gep_headline", "group_counts",
+           "group_statistic", "majority_codes", "members_mask", "permutation_test_groups", "pool_positions",
+           "pst_headline"]
 
 Statistic = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # counts (questions x choices) -> (m,)
 Unit = Literal["majority", "answer"]
@@ -280,15 +281,11 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
     if (prepared is not None and fast is not None and group_statistics is not None and n_perm > 0
             and prepared.headline is fast[0] and (prepared.pairs is not None) == fast[1]
             and np.unique(pool).size == pool.size):
-        sa, sb = group_statistics
-        observed = sa - sb
         rows = prepared.index(pool)
-        sides = _shuffles(seed, observed_side, n_perm)
-        d_all, compare, studentized = prepared.differences(rows, sides), observed, 0
-        if fast[0].ratio_scale is not None:  # ratio headlines: the studentized difference (unequal groups)
-            t = prepared.studentized(rows, np.vstack([observed_side[None], sides]))
-            d_all, compare, studentized = _studentize(t, d_all, observed)
-        return _result(sa, sb, observed, _hits(d_all, compare), n_perm, studentized)
+        return _vectorised(group_statistics, observed_side, _shuffles(seed, observed_side, n_perm),
+                           fast[0].ratio_scale is not None,
+                           lambda sides: prepared.differences(rows, sides),
+                           lambda sides: prepared.studentized(rows, sides))
     q = np.asarray(a_qidx, dtype=np.int64)
     who = np.asarray(a_annotator, dtype=np.int64)
     code = np.asarray(a_code, dtype=np.int64)
@@ -301,29 +298,42 @@ def permutation_test_groups(a_qidx: ArrayLike, a_annotator: ArrayLike, a_code: A
                 statistic(group_counts(q, code, ~member, n_questions, n_choices)))
 
     sa, sb = both(observed_side) if group_statistics is None else group_statistics
-    observed = sa - sb
-    studentized = 0
     if fast is not None and n_perm > 0:  # the same shuffles, every statistic at once (annotator_permutations)
-        sides = _shuffles(seed, observed_side, n_perm)
-        d_all = permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides, *fast)
-        compare = observed
-        if fast[0].ratio_scale is not None:  # ratio headlines: the studentized difference (unequal groups)
-            t = permuted_studentized(q, code, pos, pool.size, np.vstack([observed_side[None], sides]), fast[0])
-            d_all, compare, studentized = _studentize(t, d_all, observed)
-        return _result(sa, sb, observed, _hits(d_all, compare), n_perm, studentized)
+        parts, with_alpha = fast
+        return _vectorised((sa, sb), observed_side, _shuffles(seed, observed_side, n_perm),
+                           parts.ratio_scale is not None,
+                           lambda sides: permuted_differences(q, code, pos, pool.size, n_questions, n_choices, sides,
+                                                              parts, with_alpha),
+                           lambda sides: permuted_studentized(q, code, pos, pool.size, sides, parts))
+    observed = sa - sb
     rng = np.random.default_rng(seed)
     hits = np.zeros(observed.shape, dtype=np.int64)
     for _ in range(n_perm):
         d = np.subtract(*both(rng.permutation(observed_side)))
         with np.errstate(invalid="ignore"):
             hits += (np.abs(d) >= np.abs(observed) - 1e-12)
-    return _result(sa, sb, observed, hits, n_perm, studentized)
+    return _result(sa, sb, observed, hits, n_perm, 0)
 
 
 def _shuffles(seed: int | None, observed_side: NDArray[np.bool_], n_perm: int) -> NDArray[np.bool_]:
     """The loop's shuffles, in its order (``rng.permutation`` of the side labels), as rows."""
     rng = np.random.default_rng(seed)
     return np.stack([rng.permutation(observed_side) for _ in range(n_perm)])
+
+
+def _vectorised(group_statistics: tuple[NDArray[np.float64], NDArray[np.float64]], observed_side: NDArray[np.bool_],
+                sides: NDArray[np.bool_], ratio: bool, differences: Callable[[NDArray[np.bool_]], NDArray[np.float64]],
+                studentized: Callable[[NDArray[np.bool_]], NDArray[np.float64]]) -> GroupTest:
+    """The test from every shuffle's differences at once (``differences(sides)``); a ratio headline is
+    compared on its studentized difference (``studentized`` of the observed split, then the shuffles)."""
+    sa, sb = group_statistics
+    observed = sa - sb
+    d_all, compare, n_studentized = differences(sides), observed, 0
+    if ratio:  # ratio headlines: the studentized difference (unequal groups)
+        t = studentized(np.vstack([observed_side[None], sides]))
+        d_all, compare, n_studentized = _studentize(t, d_all, observed)
+    n_perm = sides.shape[0]
+    return _result(sa, sb, observed, _hits(d_all, compare), n_perm, n_studentized)
 
 
 def _hits(d_all: NDArray[np.float64], compare: NDArray[np.float64]) -> NDArray[np.int64]:

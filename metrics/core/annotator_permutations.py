@@ -103,7 +103,7 @@ class LinearStatistic:
 
 
 def annotator_sums(parts: LinearParts, q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArray[np.intp],
-                    n_pool: int) -> NDArray[np.float64]:
+                   n_pool: int) -> NDArray[np.float64]:
     """(pool annotators, 2, cells): each annotator's numerator and denominator sums."""
     cell = parts.cell[q]
     keep = cell >= 0
@@ -191,7 +191,12 @@ def _alpha_differences(q: NDArray[np.int64], code: NDArray[np.int64], pos: NDArr
                        n_choices: int, sides: NDArray[np.bool_]) -> NDArray[np.float64]:
     """(permutations, 1): alpha(A) - alpha(B), from both groups' coincidence matrices under every
     permutation (:func:`metrics.core.annotator_alpha.permuted_coincidences`)."""
-    o_a, o_b = permuted_coincidences(q, code, pos, sides.shape[1], n_questions, max(1, n_choices), sides)
+    return _alpha_difference(*permuted_coincidences(q, code, pos, sides.shape[1], n_questions, max(1, n_choices),
+                                                    sides))
+
+
+def _alpha_difference(o_a: NDArray[np.float64], o_b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(permutations, 1): alpha(A) - alpha(B) from both groups' coincidence matrices per permutation."""
     alpha = alpha_from_coincidences(np.stack([o_a, o_b]))  # (2, permutations)
     return (alpha[0] - alpha[1])[:, None]
 
@@ -225,9 +230,7 @@ class AnswersByAnnotator:
         diff = differences_from_sums(self.sums[rows], sides, self.headline)
         if self.pairs is None:
             return diff
-        o_a, o_b = pool_coincidences(self.pairs, rows, sides)
-        alpha = alpha_from_coincidences(np.stack([o_a, o_b]))  # (2, permutations)
-        return np.concatenate([diff, (alpha[0] - alpha[1])[:, None]], axis=1)
+        return np.concatenate([diff, _alpha_difference(*pool_coincidences(self.pairs, rows, sides))], axis=1)
 
     def studentized(self, rows: NDArray[np.intp], sides: NDArray[np.bool_]) -> NDArray[np.float64]:
         """:func:`permuted_studentized` of the pool whose rows are ``rows``."""
