@@ -21,6 +21,9 @@ __all__ = [
     "index_in",
     "count_matrix",
     "CountMatrix",
+    "distinct_count",
+    "row_totals",
+    "distinct_values",
 ]
 
 
@@ -30,6 +33,53 @@ def as_1d(x: ArrayLike, name: str = "array") -> NDArray[Any]:
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
     return arr
+
+
+def distinct_count(values: NDArray[np.integer]) -> int:
+    """How many distinct values an integer array holds (``np.unique(values).size``), by hashing instead of
+    sorting: 1M annotator ids 16 -> 4 ms."""
+    import pandas as pd
+
+    return int(pd.unique(np.asarray(values).ravel()).size)
+
+
+def distinct_values(values: ArrayLike, peel: int = 8) -> set[Any]:
+    """``set(values.tolist())`` of a 1-D text, integer or boolean array. A question column holds a few
+    distinct values (the settings, the genders): each is taken out with one comparison over what is left
+    (333k settings: 27 -> 1.5 ms), and past `peel` of them the rest goes the plain way. Other dtypes (a NaN
+    is never equal to itself) take the plain way."""
+    a = np.asarray(values)
+    if a.ndim != 1 or a.dtype.kind not in "USiub":
+        return set(a.tolist())
+    found: set[Any] = set()
+    rest = a
+    for _ in range(peel):
+        if not rest.size:
+            return found
+        first = rest[0]
+        found.add(first.item())
+        rest = rest[rest != first]
+    return found | set(rest.tolist())
+
+
+#: Up to this many columns, :func:`row_totals` adds the columns; numpy's reduction along a short inner axis
+#: costs more per element (333k x 3 counts: 5 ms against 0.3 ms).
+_ROW_TOTAL_COLUMNS = 16
+
+
+def row_totals(counts: NDArray[Any]) -> NDArray[Any]:
+    """``counts.sum(axis=1)`` of a 2-D integer or boolean matrix (the same values and dtype), by adding its
+    columns when there are few. Other dtypes (floats: the order of the additions would change the last
+    bits) and wide matrices take numpy's own reduction."""
+    c = np.asarray(counts)
+    k = c.shape[1] if c.ndim == 2 else 0
+    if c.ndim != 2 or c.dtype.kind not in "biu" or not 1 <= k <= _ROW_TOTAL_COLUMNS:
+        return c.sum(axis=1)
+    dtype = np.empty((0, k), dtype=c.dtype).sum(axis=1).dtype
+    out = c[:, 0].astype(dtype)
+    for j in range(1, k):
+        out += c[:, j]
+    return out
 
 
 def missing_mask(labels: ArrayLike) -> NDArray[np.bool_]:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import as_1d, count_matrix, encode, missing_mask
+from ._arrays import as_1d, count_matrix, encode, missing_mask, row_totals
 
 __all__ = [
     "TIE",
@@ -74,7 +74,7 @@ def _resolve_ties(
 ) -> tuple[NDArray[Any], NDArray[np.bool_]]:
     top = scores.max(axis=1, keepdims=True)
     is_top = np.abs(scores - top) <= atol
-    n_top = is_top.sum(axis=1)
+    n_top = row_totals(is_top)
     is_tie = n_top > 1
     winner = is_top.argmax(axis=1)  # first top category in category order
     if tie_policy == "random" and is_tie.any():
@@ -141,7 +141,7 @@ def majority_vote_from_counts(
     n = c.shape[0]
     labels = np.full(n, missing_value, dtype=object)
     is_tie = np.zeros(n, dtype=bool)
-    voted = c.sum(axis=1) > 0
+    voted = row_totals(c) > 0
     if voted.any():
         lab, tie = _resolve_ties(c[voted], np.asarray(list(categories), dtype=object), tie_policy, seed, tie_value)
         labels[voted] = lab

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import as_1d, count_matrix, encode, missing_mask
+from ._arrays import as_1d, count_matrix, encode, missing_mask, row_totals
 
 __all__ = [
     "first_answers",
@@ -119,7 +119,7 @@ def fleiss_kappa_from_counts(counts: ArrayLike) -> FleissResult:
         raise ValueError("counts must be a 2-D items x categories matrix")
     if (c < 0).any():
         raise ValueError("counts must be non-negative")
-    totals = c.sum(axis=1)
+    totals = row_totals(c)
     n_total = int(c.shape[0])
     n = _modal_total(totals)
     if n < 2:
@@ -127,7 +127,7 @@ def fleiss_kappa_from_counts(counts: ArrayLike) -> FleissResult:
     used = c[totals == n]
     n_items = used.shape[0]
     p_j = used.sum(axis=0) / (n_items * n)
-    p_i = ((used * used).sum(axis=1) - n) / (n * (n - 1))
+    p_i = (row_totals(used * used) - n) / (n * (n - 1))
     p_bar = float(p_i.mean())
     p_e = float((p_j * p_j).sum())
     if np.isclose(p_e, 1.0):
@@ -236,7 +236,7 @@ def krippendorff_alpha(
     degenerate = _alpha_degenerate(cm.counts)
     if degenerate is not None:
         return degenerate
-    pairable = cm.counts.sum(axis=1) >= 2
+    pairable = row_totals(cm.counts) >= 2
     mat, _, _, cats = reliability_matrix(items_a, annotators, labels_a)
     alpha = krippendorff.alpha(
         reliability_data=mat,
@@ -247,7 +247,7 @@ def krippendorff_alpha(
 
 
 def _alpha_degenerate(counts: NDArray[np.int64]) -> AlphaResult | None:
-    totals = counts.sum(axis=1)
+    totals = row_totals(counts)
     pairable = totals >= 2
     vc = counts[pairable]
     n_items, n_values = int(counts.shape[0]), int(vc.sum())
@@ -269,7 +269,7 @@ def krippendorff_alpha_from_counts(counts: ArrayLike) -> AlphaResult:
     degenerate = _alpha_degenerate(c)
     if degenerate is not None:
         return degenerate
-    pairable = c.sum(axis=1) >= 2
+    pairable = row_totals(c) >= 2
     vc = c[pairable]
     alpha = krippendorff.alpha(value_counts=vc, level_of_measurement="nominal")
     return AlphaResult(float(alpha), int(vc.shape[0]), int(c.shape[0]), int(vc.sum()))
@@ -321,12 +321,12 @@ def percent_agreement_from_counts(counts: ArrayLike) -> float:
     ratings are ignored; NaN if none qualifies.
     """
     c = np.asarray(counts, dtype=np.int64)
-    n_i = c.sum(axis=1)
+    n_i = row_totals(c)
     ok = n_i >= 2
     if not ok.any():
         return float("nan")
     c, n_i = c[ok], n_i[ok]
-    agree = (c * (c - 1)).sum(axis=1) / (n_i * (n_i - 1))
+    agree = row_totals(c * (c - 1)) / (n_i * (n_i - 1))
     return float(agree.mean())
 
 

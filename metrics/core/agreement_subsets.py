@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import as_1d, encode
+from ._arrays import as_1d, encode, row_totals
 from .agreement import fleiss_kappa_from_counts, krippendorff_alpha_from_counts, percent_agreement_from_counts
 from .intervals import CI, stratified_cluster_bca
 from .resampling import pattern_cluster_bca
@@ -44,7 +44,7 @@ def agreement_summary(counts: ArrayLike) -> dict[str, Any]:
     questions / answers for one count matrix (rows without answers dropped); the same keys
     as the report's agreement section."""
     c = np.asarray(counts, dtype=np.int64)
-    c = c[c.sum(axis=1) > 0] if c.ndim == 2 else c.reshape(0, 0)
+    c = c[row_totals(c) > 0] if c.ndim == 2 else c.reshape(0, 0)
     if c.size == 0:
         return {"fleiss_kappa": None, "fleiss_items_used": 0, "fleiss_raters_per_item": 0,
                 "krippendorff_alpha": None, "percent_agreement": None, "questions": 0, "answers": 0,

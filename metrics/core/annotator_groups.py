@@ -29,6 +29,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._arrays import distinct_values, row_totals
 from .agreement_subsets import alpha_from_coincidences, coincidence_total
 from .annotator_permutations import (
     AnswersByAnnotator,
@@ -67,7 +68,7 @@ def majority_codes(counts: ArrayLike) -> NDArray[np.int64]:
     k = c.shape[1]
     top = c.max(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
     codes = c.argmax(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
-    tie = (c == top[:, None]).sum(axis=1) > 1
+    tie = row_totals(c == top[:, None]) > 1
     codes = np.where(tie, k, codes)
     return np.where(top == 0, k + 1, codes).astype(np.int64)
 
@@ -154,7 +155,7 @@ def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLi
     gi = np.full(g.shape, -1, dtype=np.intp)
     gi[g == gender_order[0]] = 0
     gi[g == gender_order[1]] = 1
-    attrs = sorted(set(a.tolist()))
+    attrs = sorted(distinct_values(a))
     ai = np.searchsorted(np.asarray(attrs), a) if attrs else np.zeros(0, dtype=np.intp)
     idx, n = _per_setting(settings, order)
     keep = (idx >= 0) & (gi >= 0)

@@ -120,24 +120,48 @@ def shared_draws(max_bytes: int = SHARED_DRAWS_BYTES) -> Iterator[_SharedDraws]:
 _ROW_BINCOUNT = 2048
 
 
+#: A draw's counts go straight into uint8 rows while every count stays at most this (the usual case: a
+#: cluster drawn 256 times out of n >= 2,048 draws does not happen); past it the block is counted again
+#: the wide way. A name so that a test can lower it.
+_NARROW_MAX = 255
+
+
 def _multiplicities_drawn(seed: int | None, n_boot: int, sizes: tuple[int, ...]) -> Multiplicities:
     rng = np.random.default_rng(seed)
     out: Multiplicities = []
     for n in sizes:
         blocks: list[NDArray[np.integer]] = []
         for m in (draw_blocks(n_boot, n) if n else ()):
-            idx = rng.integers(0, n, size=(m, n))
+            # int32 draws are the int64 ones (numpy draws a range under 2**32 by the same 32-bit Lemire
+            # steps whatever the output type; tested), at half the memory.
+            idx = rng.integers(0, n, size=(m, n), dtype=np.int32 if n < 2 ** 31 else np.int64)
             if n < _ROW_BINCOUNT:
-                idx += (np.arange(m) * n)[:, None]
-                mult = np.bincount(idx.ravel(), minlength=m * n).reshape(m, n)
+                flat = idx.astype(np.int64) + (np.arange(m, dtype=np.int64) * n)[:, None]
+                blocks.append(_narrowest(np.bincount(flat.ravel(), minlength=m * n).reshape(m, n)))
             else:  # the same counts, one draw at a time: its counters stay in cache (bench/README.md section 4)
-                mult = np.empty((m, n), dtype=np.int64)
-                for i in range(m):
-                    mult[i] = np.bincount(idx[i], minlength=n)
-            top = int(mult.max(initial=0))
-            blocks.append(mult.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int64, copy=False))
+                blocks.append(_counted_by_row(idx, n))
         out.append(blocks)
     return out
+
+
+def _narrowest(mult: NDArray[np.int64]) -> NDArray[np.integer]:
+    top = int(mult.max(initial=0))
+    return mult.astype(np.uint8 if top < 256 else np.uint16 if top < 65536 else np.int64, copy=False)
+
+
+def _counted_by_row(idx: NDArray[np.integer], n: int) -> NDArray[np.integer]:
+    """Each draw's counts of the block ``idx`` (draws x n), written straight into uint8 rows (no int64
+    matrix to allocate and narrow); the wide way when a count passes :data:`_NARROW_MAX`."""
+    narrow = np.empty(idx.shape, dtype=np.uint8)
+    for i in range(idx.shape[0]):
+        row = np.bincount(idx[i], minlength=n)
+        if int(row.max(initial=0)) > _NARROW_MAX:
+            wide = np.empty(idx.shape, dtype=np.int64)
+            for j in range(idx.shape[0]):
+                wide[j] = np.bincount(idx[j], minlength=n)
+            return _narrowest(wide)
+        narrow[i] = row
+    return narrow
 
 
 def _freeze(m: Multiplicities) -> Multiplicities:

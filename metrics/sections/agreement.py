@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from metrics.core import agreement
+from metrics.core._arrays import distinct_values, row_totals
 from metrics.extract.data import CampaignData
 
 from .types import AgreementBasis
@@ -16,7 +17,7 @@ from .values import num as _f
 
 def _agreement(counts: np.ndarray) -> dict[str, Any]:
     """Agreement from a questions x choices count matrix (rows with no answers are ignored)."""
-    answered = counts.sum(axis=1) > 0
+    answered = row_totals(counts) > 0
     c = counts[answered]
     fleiss = agreement.fleiss_kappa_from_counts(c) if c.size else None
     alpha = agreement.krippendorff_alpha_from_counts(c) if c.size else None
@@ -64,7 +65,7 @@ def agreement_data(data: CampaignData) -> tuple[CampaignData, AgreementBasis]:
 def agreement_section(data: CampaignData) -> dict[str, Any]:
     counts = data.vote_counts()
     out: dict[str, Any] = {"overall": _agreement(counts), "by_setting": {}}
-    for setting in sorted(set(data.q_setting.tolist())):
+    for setting in sorted(distinct_values(data.q_setting)):
         mask = data.q_setting == setting
         # A campaign of one setting: the same questions as overall, computed once.
         out["by_setting"][setting] = dict(out["overall"]) if mask.all() else _agreement(counts[mask])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from metrics.core._arrays import row_totals
 from metrics.core.agreement_subsets import agreement_by_group
 from metrics.extract.data import CampaignData
 
@@ -16,6 +17,6 @@ def agreement_subsets(data: CampaignData) -> dict[str, Any]:
     with the keys of `agreement.overall`; questions without an answer are left out."""
     key, column = SUBSETS[data.campaign.kind]
     counts = data.vote_counts()
-    answered = counts.sum(axis=1) > 0
+    answered = row_totals(counts) > 0
     groups = data.q_meta[column]
     return {key: agreement_by_group(counts[answered], groups[answered]) if answered.any() else {}}

@@ -39,6 +39,7 @@ import numpy as np
 
 from annotation.demographics import DEFAULT_MIN_GROUP, FIELDS, NOT_REPORTED, OTHER, group_of, merge_small_groups
 from campaigns.spec import GEP_SETTINGS, PST, PST_SETTINGS
+from metrics.core._arrays import distinct_values
 from metrics.core.agreement_subsets import agreement_summary, alpha_interval
 from metrics.core.annotator_groups import (
     HeadlineWithAlpha,
@@ -87,7 +88,7 @@ def _f(x: Any) -> float | None:
 
 def _metric_names(data: CampaignData) -> tuple[list[str], list[str]]:
     """(settings of the headline in order, metric keys: `sts_<setting>` / `gep_<setting>`)."""
-    present = set(data.q_setting.tolist())
+    present = distinct_values(data.q_setting)
     if data.campaign.kind == PST:
         settings = [s for s in PST_SETTINGS if s in present]
         return settings, [f"sts_{s}" for s in settings]

@@ -27,6 +27,7 @@ from campaigns.spec import GEP_SETTINGS, PAIRED, PST, PST_SETTINGS, SINGLE
 from common.errors import ApplicationError
 from metrics.compare.options import CompareOptions
 from metrics.core import agreement_subsets
+from metrics.core._arrays import distinct_values
 from metrics.core.amplification import compare_amplification
 from metrics.core.gep import attribute_frequencies
 from metrics.core.report_warnings import DOMAIN_RULES, WarningLog, collecting, flag_domain
@@ -74,7 +75,7 @@ class _Side:
             self.stereotypes = np.array([stereo.get(g, "masculine") for g in data.q_meta["group"]], dtype=object)
 
     def settings(self) -> set[str]:
-        return set(self.data.q_setting.tolist())
+        return distinct_values(self.data.q_setting)
 
     def pst(self, setting: str) -> dict[str, np.ndarray]:
         m = self.data.q_setting == setting
@@ -232,7 +233,7 @@ def significance(datas: list[CampaignData], report_options: ReportOptions, optio
         (data,) = datas
         s_a, s_b = options.settings
         sides = [(_Side(data, report_options, s_a), _Side(data, report_options, s_b))]
-        present = set(data.q_setting.tolist())
+        present = distinct_values(data.q_setting)
         missing = [s for s in options.settings if s not in present]
         if missing:
             raise ApplicationError(f"Campaign {data.campaign.pk} has no questions in setting {missing[0]}.",

@@ -17,7 +17,7 @@ from scipy import stats
 
 from campaigns.spec import GEP, GEP_SETTINGS, PST_SETTINGS
 from metrics.core import gep, hybrid, hybrid_intervals, machine, pst
-from metrics.core._arrays import index_in
+from metrics.core._arrays import distinct_values, index_in
 from metrics.core.report_warnings import DOMAIN_RULES, collecting, flag_domain
 from metrics.extract.data import CampaignData
 from metrics.extract.machine import MachineData
@@ -69,7 +69,7 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
         human, mdata.choice, data.q_image, score=mdata.score, positive=_positive(mdata), n_boot=options.n_boot,
         confidence=options.confidence, seed=seed), "by_setting": {}}
     is_gep = data.campaign.kind == GEP
-    for setting in sorted(set(data.q_setting.tolist())):
+    for setting in sorted(distinct_values(data.q_setting)):
         m = data.q_setting == setting
         kw = dict(score=mdata.score[m], positive=_positive(mdata, m), n_boot=options.n_boot,
                   confidence=options.confidence, seed=seed)
@@ -89,7 +89,7 @@ def agreement_section(data: CampaignData, human: np.ndarray, mdata: MachineData,
         out["pooled_settings"] = {**res["overall"], "attributes": res["groups"], "roc_auc_mean": res["roc_auc_mean"],
                                   "roc_auc_mean_ci": res["roc_auc_mean_ci"],
                                   "roc_auc_mean_ci_method": res["roc_auc_mean_ci_method"],
-                                  "settings": sorted(set(data.q_setting.tolist()))}
+                                  "settings": sorted(distinct_values(data.q_setting))}
     # Issue 22: say what the machine is compared with. The PST paper's VQA-vs-human kappa is "averaged"
     # (over annotators, each against the machine); this one is against each question's majority label.
     out["basis"] = ("machine label vs the human majority label of each question (one kappa over questions); "

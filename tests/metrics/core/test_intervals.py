@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from scipy import stats
 
 from metrics.core import draws, gep, pst, uncertainty
@@ -258,7 +260,33 @@ def test_multiplicities_counted_draw_by_draw_equal_one_bincount_per_block() -> N
     assert len(got) == len(want) and len(list(draws.draw_blocks(n_boot, sizes[-1]))) == 3
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+        assert g.dtype == np.uint8  # the narrowest type that holds the counts, as before
         assert (g.sum(axis=1) == g.shape[1]).all()
+
+
+def test_multiplicities_past_the_narrow_rows_are_counted_the_wide_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block whose counts pass `_NARROW_MAX` is counted again into a wide matrix: the same counts and the
+    same narrowest type (lowered here so that every block of the large stratum passes it)."""
+    from metrics.core import draws
+
+    sizes = (draws._ROW_BINCOUNT + 11,)
+    want = [b.copy() for blocks in draws._multiplicities_drawn(8, 30, sizes) for b in blocks]
+    monkeypatch.setattr(draws, "_NARROW_MAX", 2)
+    got = [b for blocks in draws._multiplicities_drawn(8, 30, sizes) for b in blocks]
+    assert any(int(w.max()) > 2 for w in want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype == np.uint8
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.integers(1, 2 ** 31 - 1), hs.integers(0, 2 ** 32 - 1), hs.integers(1, 4), hs.integers(1, 9))
+def test_int32_draws_are_the_int64_draws(n: int, seed: int, rows: int, cols: int) -> None:
+    """`_multiplicities_drawn` draws its cluster indexes as int32: numpy gives the int64 draws' values
+    for every range under 2**31 (the same 32-bit bounded steps), so no seed's draws moved."""
+    wide = np.random.default_rng(seed).integers(0, n, size=(rows, cols))
+    narrow = np.random.default_rng(seed).integers(0, n, size=(rows, cols), dtype=np.int32)
+    np.testing.assert_array_equal(narrow, wide)
 
 
 @pytest.mark.parametrize("integer", [True, False], ids=["counts", "weights"])
