@@ -29,7 +29,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import distinct_values, row_totals
+from ._arrays import distinct_values
+from .aggregation import majority_codes
 from .agreement_subsets import alpha_from_coincidences, coincidence_total
 from .annotator_permutations import (
     AnswersByAnnotator,
@@ -59,18 +60,6 @@ def group_counts(a_qidx: ArrayLike, a_code: ArrayLike, member: ArrayLike, n_ques
     c = np.asarray(a_code, dtype=np.int64)[np.asarray(member, dtype=bool)]
     k = max(1, n_choices)
     return np.bincount(q * k + c, minlength=n_questions * k).reshape(n_questions, k)
-
-
-def majority_codes(counts: ArrayLike) -> NDArray[np.int64]:
-    """Per question: the index of the most voted choice, ``k`` for a tie of the top counts, ``k + 1``
-    for no answer (the majority rule of :func:`metrics.core.aggregation.majority_vote_from_counts`)."""
-    c = np.asarray(counts, dtype=np.int64)
-    k = c.shape[1]
-    top = c.max(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
-    codes = c.argmax(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
-    tie = row_totals(c == top[:, None]) > 1
-    codes = np.where(tie, k, codes)
-    return np.where(top == 0, k + 1, codes).astype(np.int64)
 
 
 def _label_names(choices: Sequence[str]) -> list[str]:

@@ -24,9 +24,7 @@ def question_labels(data: CampaignData, options: ReportOptions) -> tuple[np.ndar
         labels[result.item_ids.astype(np.int64)] = names[codes]
         ties[result.item_ids.astype(np.int64)] = result.is_tie
         return labels.astype(str), ties
-    labels, ties = aggregation.majority_vote_from_counts(data.vote_counts(), data.choices, tie_policy="tie",
-                                                         missing_value="")
-    return labels.astype(str), ties
+    return aggregation.majority_labels_from_counts(data.vote_counts(), data.choices, missing_value="")
 
 
 @dataclass(frozen=True)

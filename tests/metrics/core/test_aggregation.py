@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from metrics.core.aggregation import TIE, annotator_agreement_with_majority, dawid_skene, majority_vote
+from metrics.core.aggregation import (
+    TIE,
+    annotator_agreement_with_majority,
+    dawid_skene,
+    majority_labels_from_counts,
+    majority_vote,
+    majority_vote_from_counts,
+)
 
 ITEMS = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3])
 LABELS = np.array(
@@ -66,3 +76,19 @@ def test_dawid_skene_recovers_truth_and_discounts_a_spammer() -> None:
     assert ds.proba is not None and np.allclose(ds.proba.sum(axis=1), 1.0)
     assert ds_acc > 0.9
     assert ds_acc > mv_acc  # four random clickers often outvote three good raters under majority vote
+
+
+@given(data=st.data(), k=st.integers(1, 5), rows=st.integers(0, 60))
+@settings(max_examples=300, deadline=None)
+def test_majority_labels_from_counts_equal_the_object_path(data: st.DataObject, k: int, rows: int) -> None:
+    """The report's labels (text from codes) are `majority_vote_from_counts`'s with the tie policy "tie" and
+    "" for no vote, as strings: every count matrix (ties, unanswered rows), and category names that are
+    themselves "tie" or "" or longer than any other."""
+    counts = data.draw(hnp.arrays(np.int64, (rows, k), elements=st.integers(0, 3)))
+    names = data.draw(st.lists(st.sampled_from(["yes", "no", "Cannot identify", "tie", "", "A", "é"]), min_size=k,
+                               max_size=k, unique=True))
+    labels, ties = majority_labels_from_counts(counts, names, missing_value="")
+    want, want_ties = majority_vote_from_counts(counts, names, tie_policy="tie", missing_value="")
+    assert labels.tolist() == want.astype(str).tolist()
+    np.testing.assert_array_equal(ties, want_ties)
+    assert labels.dtype.kind == "U"
