@@ -132,12 +132,23 @@ def majority_codes(counts: ArrayLike) -> NDArray[np.int64]:
     """Per question: the index of the most voted choice, ``k`` for a tie of the top counts, ``k + 1``
     for no answer (the rule of :func:`majority_vote_from_counts` with ``tie_policy="tie"``, as integers)."""
     c = np.asarray(counts, dtype=np.int64)
-    k = c.shape[1]
-    top = c.max(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
-    codes = c.argmax(axis=1) if c.size else np.zeros(c.shape[0], dtype=np.int64)
-    tie = row_totals(c == top[:, None]) > 1
-    codes = np.where(tie, k, codes)
-    return np.where(top == 0, k + 1, codes).astype(np.int64)
+    n, k = c.shape
+    if not c.size:
+        return np.full(n, k + 1, dtype=np.int64)
+    # Column by column (numpy's max / argmax along a short row cost ~5x more): the top count, how many
+    # choices reach it, and the first that does.
+    top = c[:, 0].copy()
+    for j in range(1, k):
+        np.maximum(top, c[:, j], out=top)
+    reach = np.zeros(n, dtype=np.int64)
+    codes = np.zeros(n, dtype=np.int64)
+    for j in range(k - 1, -1, -1):
+        at = c[:, j] == top
+        reach += at
+        codes[at] = j
+    codes[reach > 1] = k
+    codes[top == 0] = k + 1
+    return codes
 
 
 def majority_labels_from_counts(counts: ArrayLike, categories: Sequence[str], tie_value: str = TIE,

@@ -94,7 +94,7 @@ def _coincidence_rows(counts: NDArray[np.int64]) -> NDArray[np.float64]:
     """Per question, its contribution to the coincidence matrix, flattened (k*k):
     ``o_ck += n_c (n_k - [c = k]) / (m - 1)`` for questions with m >= 2 answers."""
     c = counts.astype(float)
-    m = c.sum(axis=1)
+    m = row_totals(c)
     k = c.shape[1]
     out = np.zeros((c.shape[0], k * k))
     ok = m >= 2
@@ -112,7 +112,7 @@ def coincidence_total(counts: ArrayLike) -> NDArray[np.float64]:
     :func:`_coincidence_rows` as one product, ``(c / (m - 1))^T c - diag(sum c / (m - 1))`` over the
     questions with m >= 2 answers (equal up to float rounding; no per-question rows)."""
     c = np.asarray(counts, dtype=float)
-    m = c.sum(axis=1)
+    m = row_totals(c)
     k = c.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         w = np.where(m >= 2, 1.0 / np.where(m >= 2, m - 1, 1), 0.0)

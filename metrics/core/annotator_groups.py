@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._arrays import distinct_values
+from ._arrays import distinct_values, row_totals
 from .aggregation import majority_codes
 from .agreement_subsets import alpha_from_coincidences, coincidence_total
 from .annotator_permutations import (
@@ -156,7 +156,7 @@ def gep_headline(choices: Sequence[str], genders: ArrayLike, attributes: ArrayLi
     def stat(counts: NDArray[np.int64]) -> NDArray[np.float64]:
         if unit == "answer":
             c = np.asarray(counts, dtype=float)
-            pres, coun = (c * present[:k]).sum(axis=1), (c * counted[:k]).sum(axis=1)
+            pres, coun = row_totals(c * present[:k]), row_totals(c * counted[:k])
         else:
             codes = majority_codes(counts)
             pres, coun = present[codes], counted[codes]

@@ -9,7 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from metrics.core._arrays import _ROW_TOTAL_COLUMNS, distinct_count, distinct_values, row_totals
+from metrics.core._arrays import (
+    _ROW_TOTAL_COLUMNS,
+    _ROW_TOTAL_FLOAT_COLUMNS,
+    distinct_count,
+    distinct_values,
+    row_totals,
+)
 
 INT_DTYPES = st.sampled_from([np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
                               np.uint64])
@@ -26,9 +32,29 @@ def test_row_totals_equal_numpy_sum(dtype: type, rows: int, cols: int, data: st.
     np.testing.assert_array_equal(got, want)
 
 
-def test_row_totals_of_floats_and_other_shapes_are_numpys_own() -> None:
-    floats = np.array([[0.1, 0.2, 0.3], [1e16, 1.0, -1e16]])
-    np.testing.assert_array_equal(row_totals(floats), floats.sum(axis=1))
+@given(dtype=st.sampled_from([np.float64, np.float32]), rows=st.integers(0, 40),
+       cols=st.integers(1, _ROW_TOTAL_FLOAT_COLUMNS + 3), data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_row_totals_of_floats_equal_numpy_sum_to_the_bit(dtype: type, rows: int, cols: int,
+                                                        data: st.DataObject) -> None:
+    """Floats: numpy sums a row of up to `_ROW_TOTAL_FLOAT_COLUMNS` left to right, so the column additions
+    give its bits (signed zeros, infinities, NaN, magnitudes far apart included); past it, numpy's own."""
+    counts = data.draw(hnp.arrays(dtype, (rows, cols), elements=st.floats(width=32 if dtype == np.float32 else 64)))
+    if data.draw(st.booleans()):
+        counts = np.repeat(counts, 2, axis=1)[:, ::2]
+    if data.draw(st.booleans()):
+        counts = np.asfortranarray(counts)
+    with np.errstate(all="ignore"):  # inf + -inf, overflow: both sides the same
+        got, want = row_totals(counts), counts.sum(axis=1)
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
+
+
+def test_row_totals_of_floats_far_apart_and_other_shapes_are_numpys_own() -> None:
+    rng = np.random.default_rng(3)
+    for k in range(1, _ROW_TOTAL_FLOAT_COLUMNS + 4):  # rounding that depends on the order of the additions
+        floats = rng.standard_normal((5000, k)) * 10.0 ** rng.integers(-8, 8, (5000, k))
+        assert row_totals(floats).tobytes() == floats.sum(axis=1).tobytes()
     assert row_totals(np.zeros((4, 0), dtype=np.int64)).tolist() == [0, 0, 0, 0]
     wide = np.arange(3 * (_ROW_TOTAL_COLUMNS + 5)).reshape(3, -1)
     np.testing.assert_array_equal(row_totals(wide), wide.sum(axis=1))
