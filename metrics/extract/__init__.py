@@ -176,7 +176,10 @@ def _int_meta(raw: np.ndarray) -> np.ndarray:
 
 def arrival_ids(ids: np.ndarray, corrects: np.ndarray) -> np.ndarray:
     """Per answer, the id of the first answer of its correction chain (ids sorted): a correction
-    keeps the place in the question's order of arrival of the answer it corrects."""
+    keeps the place in the question's order of arrival of the answer it corrects. No correction: the
+    ids themselves (an int64 array as given, not copied: 10M answers 0.4 s of copies)."""
+    if not bool((np.asarray(corrects) >= 0).any()):
+        return np.asarray(ids, dtype=np.int64)
     root = np.asarray(corrects, dtype=np.int64).copy()
     out = np.asarray(ids, dtype=np.int64).copy()
     for _ in range(64):  # chains are short; bounded against a malformed cycle

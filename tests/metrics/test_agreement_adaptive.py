@@ -24,6 +24,8 @@ def test_a_correction_keeps_the_place_of_the_answer_it_corrects() -> None:
     ids = np.array([1, 2, 3, 4, 5])
     corrects = np.array([-1, -1, 1, -1, 3])  # 3 corrects 1, 5 corrects 3
     assert arrival_ids(ids, corrects).tolist() == [1, 2, 1, 4, 1]
+    assert arrival_ids(ids, np.full(5, -1)).tolist() == [1, 2, 3, 4, 5]  # no correction: the ids
+    assert arrival_ids(ids[:0], corrects[:0]).tolist() == []
 
 
 def test_adaptive_agreement_is_unbiased_and_says_so() -> None:
