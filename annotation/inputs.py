@@ -89,6 +89,8 @@ class AssignmentSubmitInput(serializers.Serializer):
     """Documentation only: the submit hot path parses with annotation.hits.rules.answers_parse."""
 
     answers = serializers.ListField(child=AnswerInput())
+    next = serializers.BooleanField(required=False, default=False, help_text=(
+        "Also take the next HIT of the same campaign, once the answers are stored: the response's `next`."))
 
 
 class AssignmentReviewInput(serializers.Serializer):

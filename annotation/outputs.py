@@ -234,6 +234,18 @@ class AssignmentStatusOutput(serializers.Serializer):
     status = serializers.CharField()
 
 
+class NextHitOutput(serializers.Serializer):
+    """What POST /api/campaigns/{id}/assignments/ would have answered, as a value."""
+
+    status = serializers.IntegerField(help_text="201 a new HIT, 200 the one already held, 204 nothing for now, "
+                                                "or the error's status (403, 409, ...)")
+    hit = HitOutput(allow_null=True)
+    retry_after = serializers.IntegerField(allow_null=True, help_text="With 204: ask again after this many "
+                                                                      "seconds (null: the annotator is finished)")
+    detail = serializers.CharField(required=False, help_text="An error's message (error statuses only)")
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+
+
 class SubmitOutput(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
@@ -241,6 +253,7 @@ class SubmitOutput(serializers.Serializer):
     submitted_at = serializers.DateTimeField(allow_null=True)
     reward = serializers.CharField()
     duplicate = serializers.BooleanField(help_text="True when the same submission was already stored.")
+    next = NextHitOutput(required=False, help_text='Only when the body asked for it ("next": true).')
 
 
 class ReviewOutput(serializers.Serializer):

@@ -2,7 +2,8 @@
 simulated annotators (asyncio + httpx) on loopback, with the database checked afterwards.
 
 Each annotator loops: POST /api/campaigns/{id}/assignments/ (a HIT), think, POST
-/api/assignments/{id}/submit/ (valid answers). Annotators, their API tokens and consents are
+/api/assignments/{id}/submit/ (valid answers). The `-chained` scenarios send `"next": true` with the
+submit and take the next HIT from its answer, as the work page does: one request per cycle. Annotators, their API tokens and consents are
 bulk-created before a run; the campaign's pool (GEP neutral images, 15 questions per image, R = 3)
 is bulk-loaded with COPY. The same clients are also run against GET /bench/trivial/ (one indexed
 query through the same stack: bench/urls.py) as the ceiling of this stack on this machine.
@@ -303,36 +304,43 @@ class Stats:
 
 
 async def annotator_loop(client: Any, token: str, campaign_id: int, stop_at: float, think: float,
-                         stats: Stats, rng: random.Random) -> None:
+                         stats: Stats, rng: random.Random, chained: bool = False) -> None:
+    """One annotator's cycles: a HIT (POST .../assignments/), think, submit. `chained`: the submit asks
+    for the next HIT too ("next": true), so after the first HIT a cycle is one request."""
     headers = {"Authorization": f"Token {token}"}
     if think:
         await asyncio.sleep(rng.uniform(0, think))  # no synchronised start
+    hit = None
     while time.perf_counter() < stop_at:
-        t = time.perf_counter()
-        try:
-            r = await client.post(f"/api/campaigns/{campaign_id}/assignments/", headers=headers)
-        except Exception as exc:  # noqa: BLE001 - counted
-            stats.error(f"next {type(exc).__name__}")
-            continue
-        stats.next_ms.append((time.perf_counter() - t) * 1000)
-        if r.status_code == 204:
-            stats.exhausted += 1
-            return
-        if r.status_code not in (200, 201):
-            stats.error(f"next {r.status_code}")
-            continue
-        hit = r.json()
+        if hit is None:
+            t = time.perf_counter()
+            try:
+                r = await client.post(f"/api/campaigns/{campaign_id}/assignments/", headers=headers)
+            except Exception as exc:  # noqa: BLE001 - counted
+                stats.error(f"next {type(exc).__name__}")
+                continue
+            stats.next_ms.append((time.perf_counter() - t) * 1000)
+            if r.status_code == 204:
+                stats.exhausted += 1
+                return
+            if r.status_code not in (200, 201):
+                stats.error(f"next {r.status_code}")
+                continue
+            hit = r.json()
         answers = [{"question": q["id"], "choice": rng.choice(q["choices"]), "time_ms": rng.randrange(500, 5000)}
                    for q in hit["questions"]]
         if think:
             await asyncio.sleep(rng.uniform(0.5 * think, 1.5 * think))
+        payload: dict[str, Any] = {"answers": answers, **({"next": True} if chained else {})}
         t = time.perf_counter()
         try:
-            r = await client.post(f"/api/assignments/{hit['id']}/submit/", headers=headers, json={"answers": answers})
+            r = await client.post(f"/api/assignments/{hit['id']}/submit/", headers=headers, json=payload)
         except Exception as exc:  # noqa: BLE001 - counted
             stats.error(f"submit {type(exc).__name__}")
+            hit = None
             continue
         stats.submit_ms.append((time.perf_counter() - t) * 1000)
+        hit = None
         if r.status_code != 200:
             stats.error(f"submit {r.status_code}")
             continue
@@ -340,6 +348,15 @@ async def annotator_loop(client: Any, token: str, campaign_id: int, stop_at: flo
         if not body.get("duplicate"):
             stats.answers_acked += body["answers"]
         stats.cycles += 1
+        following = body.get("next")
+        if following is not None:
+            if following["status"] == 204:
+                stats.exhausted += 1
+                return
+            if following["status"] in (200, 201):
+                hit = following["hit"]
+            else:
+                stats.error(f"next {following['status']}")
 
 
 async def trivial_loop(client: Any, token: str, stop_at: float, stats: Stats) -> None:
@@ -357,7 +374,7 @@ async def trivial_loop(client: Any, token: str, stop_at: float, stats: Stats) ->
 
 
 async def drive(url: str, tokens: list[str], *, duration: float, think: float, campaign_id: int | None,
-                seed: int = 0) -> tuple[Stats, float]:
+                seed: int = 0, chained: bool = False) -> tuple[Stats, float]:
     import httpx
 
     stats = Stats()
@@ -368,8 +385,8 @@ async def drive(url: str, tokens: list[str], *, duration: float, think: float, c
         if campaign_id is None:
             tasks = [trivial_loop(client, t, stop_at, stats) for t in tokens]
         else:
-            tasks = [annotator_loop(client, t, campaign_id, stop_at, think, stats, random.Random(seed * 1000 + i))
-                     for i, t in enumerate(tokens)]
+            tasks = [annotator_loop(client, t, campaign_id, stop_at, think, stats, random.Random(seed * 1000 + i),
+                                    chained=chained) for i, t in enumerate(tokens)]
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - start
     return stats, elapsed
@@ -397,7 +414,7 @@ def run_scenario(server: Server, database: str, people: list[tuple[int, str]], *
     cpu0 = (cpu_seconds(server_pids), cpu_seconds(pg_pids), resource.getrusage(resource.RUSAGE_SELF))
     load0 = os.getloadavg()[0]
     stats, elapsed = asyncio.run(drive(server.url, [t for _, t in chosen], duration=duration, think=think,
-                                       campaign_id=campaign_id))
+                                       campaign_id=campaign_id, chained=kind.endswith("-chained")))
     ru = resource.getrusage(resource.RUSAGE_SELF)
     cpu = {"server_s": round(cpu_seconds(server_pids) - cpu0[0], 1),
            "postgres_s": round(cpu_seconds(pg_pids) - cpu0[1], 1),
@@ -449,7 +466,9 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=1.5,
                         help="mean think time (s) of the paced run at the largest N")
     parser.add_argument("--scenarios", default="trivial,hit,paced,one-question",
-                        help="trivial, hit (think 0), paced (largest N with --think), one-question (N=50, k=1)")
+                        help="trivial, hit (think 0), paced (largest N with --think), one-question (N=50, k=1); "
+                             "hit-chained and one-question-chained: the same with the next HIT taken by the submit "
+                             "(\"next\": true: one request per cycle)")
     parser.add_argument("--smoke", action="store_true", help="tiny and fast; asserts completeness and integrity")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
@@ -493,12 +512,19 @@ def main() -> None:
             for n in ns:
                 record(run_scenario(server, database, people, kind="hit", n=n, duration=args.duration,
                                     questions=args.questions))
+        if "hit-chained" in scenarios:
+            for n in ns:
+                record(run_scenario(server, database, people, kind="hit-chained", n=n, duration=args.duration,
+                                    questions=args.questions))
         if "paced" in scenarios:
             record(run_scenario(server, database, people, kind="paced", n=max(ns), duration=args.duration,
                                 think=args.think, questions=args.questions))
         if "one-question" in scenarios:
             record(run_scenario(server, database, people, kind="one-question", n=one_question_n, duration=args.duration,
                                 hit_size=1, questions=args.questions))
+        if "one-question-chained" in scenarios:
+            record(run_scenario(server, database, people, kind="one-question-chained", n=one_question_n,
+                                duration=args.duration, hit_size=1, questions=args.questions))
     finally:
         server.stop()
     summary = summarize(rows)
@@ -530,6 +556,12 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"hit_vs_trivial_requests_n{n}"] = round(ratio, 3)
             lines.append(f"N={n}: HIT cycle {r['requests_per_s']} req/s = {ratio:.0%} of the trivial endpoint's "
                          f"{trivial[n]['requests_per_s']} req/s ({r['cycles_per_s']} cycles/s)")
+    for r in rows:
+        if r["scenario"].endswith("-chained"):
+            base = trivial.get(r["n"])
+            share = f" = {r['requests_per_s'] / base['requests_per_s']:.0%} of the trivial endpoint's" if base else ""
+            lines.append(f"N={r['n']}: {r['scenario']} (k={r['hit_size']}) {r['answers_per_s']} answers/s, "
+                         f"{r['requests_per_s']} req/s{share}")
     out["integrity_ok"] = all(r["integrity"]["ok"] for r in rows if "integrity" in r)
     out["errors"] = sum(r["error_count"] for r in rows)
     lines.append(f"integrity: {'OK at every run' if out['integrity_ok'] else 'VIOLATED'}; errors: {out['errors']}")

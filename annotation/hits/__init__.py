@@ -23,7 +23,7 @@ from . import orm, pg
 from .orm import assignment_payload
 from .rules import HitPayload, SubmitResult
 
-__all__ = ["answers_submit", "assignment_heartbeat", "assignment_next", "assignment_payload", "assignment_return",
+__all__ = ["answers_submit", "answers_submitted", "assignment_heartbeat", "assignment_next", "assignment_payload", "assignment_return",
            "engine_sql"]
 
 P = ParamSpec("P")
@@ -89,8 +89,6 @@ def assignment_next(*, annotator: Annotator, campaign_id: int, rng: random.Rando
     return orm.next_hit(annotator=annotator, campaign_id=campaign_id, rng=rng)
 
 
-@_retry_on_deadlock
-@transaction.atomic
 def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) -> tuple[SubmitResult, bool]:
     """Store the answers of a HIT: (result, duplicate).
 
@@ -108,6 +106,16 @@ def answers_submit(*, annotator: Annotator, assignment_id: int, answers: Any) ->
     +1 both when some question's `required` grows (`annotation.redundancy`: all its wanted answers in,
     majority not settled, under `max`: `required + 1` on the rows the counters' UPDATE locked).
     """
+    result, duplicate, _ = answers_submitted(annotator=annotator, assignment_id=assignment_id, answers=answers)
+    return result, duplicate
+
+
+@_retry_on_deadlock
+@transaction.atomic
+def answers_submitted(*, annotator: Annotator, assignment_id: int, answers: Any) -> tuple[SubmitResult, bool, int]:
+    """:func:`answers_submit` (the same transaction, rules and statements) that also says the HIT's
+    campaign: (result, duplicate, campaign id). A submit that asks for the next HIT
+    (`apis.AssignmentSubmitApi`, `"next": true`) takes it from that campaign once this has committed."""
     if engine_sql():
         return pg.submit(annotator=annotator, assignment_id=assignment_id, answers=answers)
     return orm.submit(annotator=annotator, assignment_id=assignment_id, answers=answers)

@@ -126,8 +126,9 @@ def retake(released: Sequence[int]) -> int:
     return Question.objects.filter(pk__in=released, assigned__lt=F("required")).update(assigned=F("assigned") + 1)
 
 
-def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool]:
-    """`annotation.hits.answers_submit` through the ORM (its docstring has the rules and locks)."""
+def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool, int]:
+    """`annotation.hits.answers_submit` through the ORM (its docstring has the rules and locks): (result,
+    duplicate, the HIT's campaign)."""
     assignment = (Assignment.objects.select_for_update(of=("self",), no_key=True).select_related("campaign")
                   .filter(pk=assignment_id, annotator=annotator).first())
     if assignment is None:
@@ -139,7 +140,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
         submitted_at=assignment.submitted_at, reward=assignment.reward, items=items, answers=answers,
         blind=annotation_settings(assignment.campaign) if annotator.is_link_account else None)
     if early is not None:
-        return early, True
+        return early, True, assignment.campaign_id
     released = rules.released(items)
     if released:
         rules.retaken_check(retake(released), released)
@@ -164,7 +165,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     submit_derive(campaign_id=campaign.pk, question_ids=real_ids, cfg=cfg)
     annotator_quality_check(campaign=campaign, annotator=annotator, cfg=cfg)
     return rules.submit_result(id=assignment.pk, status=assignment.status, submitted_at=now,
-                               reward=assignment.reward, answers=len(parsed)), False
+                               reward=assignment.reward, answers=len(parsed)), False, campaign.pk
 
 
 def heartbeat(*, annotator: Annotator, assignment_id: int) -> Assignment:

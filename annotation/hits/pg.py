@@ -232,9 +232,9 @@ WITH taken AS (
 SELECT count(*) FROM taken"""
 
 
-def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool]:
+def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tuple[SubmitResult, bool, int]:
     """`annotation.hits.answers_submit` in three prepared statements (+1 late re-take, +1 when the HIT
-    had expired, + the quality check when a threshold is set)."""
+    had expired, + the quality check when a threshold is set): (result, duplicate, the HIT's campaign)."""
     params: dict[str, Any] = {"assignment": assignment_id, "annotator": annotator.pk}
     state = prepared.run(SUBMIT_STATE, params)
     if not state:
@@ -251,7 +251,7 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
                                                answers=answers,
                                                blind=settings_of(kind, section) if annotator.is_link_account else None)
     if early is not None:
-        return early, True
+        return early, True, campaign_id
     released = rules.released(items)
     if released:
         rules.retaken_check(prepared.run(SUBMIT_RETAKE, {"questions": released})[0][0], released)
@@ -270,4 +270,4 @@ def submit(*, annotator: Annotator, assignment_id: int, answers: object) -> tupl
     if quality_checked(cfg):
         annotator_quality_check(campaign=Campaign.objects.get(pk=campaign_id), annotator=annotator, cfg=cfg)
     return rules.submit_result(id=assignment_id, status=Assignment.Status.SUBMITTED, submitted_at=now,
-                               reward=reward, answers=len(parsed)), False
+                               reward=reward, answers=len(parsed)), False, campaign_id

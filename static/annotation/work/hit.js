@@ -50,23 +50,27 @@ export function nextHit() {
   const request = cfg.mode === "mturk" ?
     api("POST", "mturk/" + cfg.campaign + "/assignment/", { assignmentId: cfg.mturkAssignmentId, hitId: cfg.mturkHitId }) :
     api("POST", "campaigns/" + cfg.campaign + "/assignments/", {});
-  return request.then(function (res) {
-    busy = false;
-    if (handleAuth(res)) { return; }
-    if (res.status === 204) {
-      hit = null;
-      if (res.retryAfter) { return waitAndRetry(res.retryAfter); }
-      if (cfg.mode === "prolific") { return prolificFinish(); }
-      showStage(cfg.mode === "mturk" ? "stage-mturk-nowork" : "stage-done");
-      announce("No work left.");
-      return;
-    }
-    if (cfg.mode === "mturk" && res.data && res.data.status === "submitted") {
-      return mturkSubmit(res.data.id, ""); // submitted before a reload: only MTurk is left to tell
-    }
-    if (res.status >= 300 || !res.data) { return blocked(errorText(res)); } // e.g. paused campaign (409), paused annotator (403)
-    beginHit(res.data);
-  });
+  return request.then(takeNext);
+}
+
+/* The answer to a HIT request (or a submit's "next", the same answer as a value): a HIT, nothing for
+   now (wait and ask again), nothing left, or an error. */
+function takeNext(res) {
+  busy = false;
+  if (handleAuth(res)) { return; }
+  if (res.status === 204) {
+    hit = null;
+    if (res.retryAfter) { return waitAndRetry(res.retryAfter); }
+    if (cfg.mode === "prolific") { return prolificFinish(); }
+    showStage(cfg.mode === "mturk" ? "stage-mturk-nowork" : "stage-done");
+    announce("No work left.");
+    return;
+  }
+  if (cfg.mode === "mturk" && res.data && res.data.status === "submitted") {
+    return mturkSubmit(res.data.id, ""); // submitted before a reload: only MTurk is left to tell
+  }
+  if (res.status >= 300 || !res.data) { return blocked(errorText(res)); } // e.g. paused campaign (409), paused annotator (403)
+  beginHit(res.data);
 }
 
 function beginHit(data) {
@@ -259,11 +263,14 @@ function submitHit() {
   leaveQuestion();
   updateNext();
   announce("Sending your answers…");
+  // Outside MTurk and Prolific the next HIT comes back with the submit's answer: one round trip.
+  const chained = cfg.mode !== "mturk" && cfg.mode !== "prolific";
   const body = {
     answers: hit.questions.map(function (q, k) {
       return { question: q.id, choice: answers[k].choice, time_ms: answers[k].time_ms };
     }),
   };
+  if (chained) { body.next = true; }
   api("POST", "assignments/" + hit.id + "/submit/", body).then(function (res) {
     busy = false;
     if (handleAuth(res)) { return; }
@@ -280,7 +287,12 @@ function submitHit() {
     if (cfg.mode === "prolific") { announce("Thank you, your answers were saved."); return prolificFinish(); }
     announce("Thank you, your answers were saved. Loading the next set…");
     $("saved-note").textContent = "Your last set of answers was saved.";
-    nextHit();
+    const next = res.data && res.data.next;
+    if (!next) { nextHit(); return; }
+    clearError();
+    // {status, hit, retry_after, detail, errors}: what POST .../assignments/ would have answered.
+    takeNext({ status: next.status, data: next.hit || (next.status >= 300 ? next : null),
+               retryAfter: next.retry_after || 0 });
   });
 }
 

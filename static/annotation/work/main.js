@@ -3,8 +3,9 @@
  * Plain ES modules, no build step and no inline code (Content-Security-Policy friendly):
  * configuration comes from the data- attributes of #work-app, every element exists in the
  * server-rendered template, and API data is written with textContent only (never innerHTML). Between
- * questions and HITs the page never reloads: the next HIT is fetched with
- * POST /api/campaigns/{id}/assignments/ after each submit.
+ * questions and HITs the page never reloads: the next HIT comes back with the submit's answer
+ * (POST /api/assignments/{id}/submit/ with "next": true; one round trip), or, in the MTurk and Prolific
+ * modes and at the start, from POST /api/campaigns/{id}/assignments/.
  *
  *   main.js           the flow: task info -> consent -> qualifications -> HITs
  *   dom.js            configuration, DOM helpers, messages, stages, the PST side cue
