@@ -5,6 +5,7 @@ authentication), without gunicorn or a network, on its own PostgreSQL database (
 
     .venv/bin/python bench/profile_hit.py                     # 200 annotators taking turns, 300 cycles
     .venv/bin/python bench/profile_hit.py --sort tottime --annotators 1 --hit-size 1
+    .venv/bin/python bench/profile_hit.py --chained           # the submit takes the next HIT ("next": true)
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ def main() -> None:
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--lines", type=int, default=40)
     parser.add_argument("--questions", type=int, default=30000)
+    parser.add_argument("--chained", action="store_true",
+                        help='submit with "next": true, the next HIT from its answer (one request per cycle)')
     parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
     parser.add_argument("--redis", action="store_true",
                         help="keep REDIS_URL: the throttles count in Redis, as in production (round trips counted)")
@@ -72,13 +75,23 @@ def main() -> None:
         data = b"".join(app(env, lambda s, h, e=None: status.append(s)))
         return status[0], data
 
+    held: dict[int, Any] = {}  # --chained: each annotator's next HIT, from its last submit
+
     def cycle() -> None:
-        status, data = call("POST", f"/api/campaigns/{campaign_id}/assignments/")
-        assert status.startswith("201"), (status, data[:300])
-        hit = json.loads(data)
+        who = turn[0] % len(tokens)
+        hit = held.pop(who, None)
+        if hit is None:
+            status, data = call("POST", f"/api/campaigns/{campaign_id}/assignments/")
+            assert status.startswith("201"), (status, data[:300])
+            hit = json.loads(data)
         answers = [{"question": q["id"], "choice": q["choices"][0], "time_ms": 900} for q in hit["questions"]]
-        status, data = call("POST", f"/api/assignments/{hit['id']}/submit/", json.dumps({"answers": answers}).encode())
+        body = {"answers": answers, **({"next": True} if args.chained else {})}
+        status, data = call("POST", f"/api/assignments/{hit['id']}/submit/", json.dumps(body).encode())
         assert status.startswith("200"), (status, data[:300])
+        if args.chained:
+            following = json.loads(data)["next"]
+            assert following["status"] == 201, following
+            held[who] = following["hit"]
         turn[0] += 1
 
     for _ in range(20):  # warm: imports, prepared statements

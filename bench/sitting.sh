@@ -14,4 +14,4 @@ if [ -n "${TEN_M:-}" ]; then
 fi
 DATABASE_URL=$PG/bench_compare $PY bench/compare.py --runs 2
 DATABASE_URL=$PG/bench_report $PY bench/package_build.py --sizes 1000000
-DATABASE_URL=$PG/bench_load $PY bench/annotation_load.py --ns 50,200 --scenarios trivial,hit,one-question --duration 15
+DATABASE_URL=$PG/bench_load $PY bench/annotation_load.py --ns 50,200 --scenarios trivial,hit,hit-chained,one-question,one-question-chained --duration 15
