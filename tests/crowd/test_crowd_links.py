@@ -119,10 +119,16 @@ def test_the_page_token_is_short_lived_and_scoped_to_its_campaign(campaign: Camp
                                format="json").json()
     assert Assignment.objects.get(pk=other_hit["id"]).campaign_id == other.pk
     answers = [{"question": q["id"], "choice": "Yes", "time_ms": 900} for q in other_hit["questions"]]
-    assert api.post(f"/api/assignments/{other_hit['id']}/submit/", {"answers": answers},
+    before = Assignment.objects.count()
+    assert api.post(f"/api/assignments/{other_hit['id']}/submit/", {"answers": answers, "next": True},
                     format="json").status_code == 403
-    assert other_api.post(f"/api/assignments/{other_hit['id']}/submit/", {"answers": answers},
-                          format="json").status_code == 200
+    assert Assignment.objects.count() == before  # nor a next HIT in the other campaign
+    done = other_api.post(f"/api/assignments/{other_hit['id']}/submit/", {"answers": answers, "next": True},
+                          format="json")
+    assert done.status_code == 200
+    following = done.json()["next"]  # the HIT's own campaign: within the other page's scope
+    assert following["status"] == 201
+    assert Assignment.objects.get(pk=following["hit"]["id"]).campaign_id == other.pk
     # Expired: a clear 401.
     settings.CROWD_TOKEN_TTL_S = 60
     real = time.time
