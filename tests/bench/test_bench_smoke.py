@@ -84,6 +84,22 @@ def test_annotation_load_smoke(bench_database_url: str) -> None:
     assert result["summary"]["integrity_ok"]
 
 
+def test_annotation_load_chained_smoke(bench_database_url: str) -> None:
+    """The chained cycle: the submit takes the next HIT, so after each annotator's first HIT request a
+    cycle is one request."""
+    lines = run("annotation_load.py", "--smoke", "--scenarios", "hit-chained,one-question-chained",
+                url=bench_database_url)
+    rows = json.loads(lines[-2])["rows"]
+    assert {(r["scenario"], r["n"]) for r in rows} == {("hit-chained", 1), ("hit-chained", 3),
+                                                      ("one-question-chained", 3)}
+    for row in rows:
+        assert row["error_count"] == 0 and row["integrity"]["ok"], row
+        assert row["cycles"] > 2 * row["n"], row
+        requests = row["requests_per_s"] * row["elapsed_s"]
+        # One HIT request per annotator, then one submit per cycle (two requests per cycle unchained).
+        assert requests <= row["cycles"] + row["n"] + 1, row
+
+
 def test_imports_smoke(bench_database_url: str) -> None:
     lines = run("imports.py", "--images", "300", "--rows", "300", "--smoke", url=bench_database_url)
     manifest, batch = json.loads(lines[-2])
