@@ -23,8 +23,8 @@ from . import orm, pg
 from .orm import assignment_payload
 from .rules import HitPayload, SubmitResult
 
-__all__ = ["answers_submit", "answers_submitted", "assignment_heartbeat", "assignment_next", "assignment_payload", "assignment_return",
-           "engine_sql"]
+__all__ = ["answers_submit", "answers_submitted", "assignment_heartbeat", "assignment_next", "assignment_payload",
+           "assignment_return", "engine_sql"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
