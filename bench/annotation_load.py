@@ -4,9 +4,10 @@ simulated annotators (asyncio + httpx) on loopback, with the database checked af
 Each annotator loops: POST /api/campaigns/{id}/assignments/ (a HIT), think, POST
 /api/assignments/{id}/submit/ (valid answers). The `-chained` scenarios send `"next": true` with the
 submit and take the next HIT from its answer, as the work page does: one request per cycle.
-Annotators, their API tokens and consents are bulk-created before a run; the campaign's pool (GEP neutral images, 15 questions per image, R = 3)
-is bulk-loaded with COPY. The same clients are also run against GET /bench/trivial/ (one indexed
-query through the same stack: bench/urls.py) as the ceiling of this stack on this machine.
+Annotators, their API tokens and consents are bulk-created before a run; the campaign's pool (GEP
+neutral images, 15 questions per image, R = 3) is bulk-loaded with COPY. The same clients are also
+run against GET /bench/trivial/ (one indexed query through the same stack: bench/urls.py) as the
+ceiling of this stack on this machine.
 The load generator and the server share the machine's cores.
 
 After each HIT run the database is checked: no question over-assigned (assigned <= required, and
