@@ -83,6 +83,15 @@ class Browser:
     def js(self, script: str, *args: Any) -> Any:
         return self.driver.execute_script(script, *args)
 
+    def record_api_calls(self) -> None:
+        """From now on, remember every fetch the page makes (see :meth:`api_calls`)."""
+        self.js("window.__calls = []; const f = window.fetch; window.fetch = function (u, o) {"
+                " window.__calls.push([String(u), String((o && o.body) || '')]); return f.apply(this, arguments); };")
+
+    def api_calls(self) -> list[tuple[str, str]]:
+        """The fetches since :meth:`record_api_calls`: (path after /api/, body)."""
+        return [(url.rsplit("/api/", 1)[1], body) for url, body in self.js("return window.__calls")]
+
     def keys(self, *keys: str) -> None:
         """Type keys into whatever has the focus (as a keyboard-only user does)."""
         from selenium.webdriver.common.action_chains import ActionChains

@@ -103,8 +103,7 @@ def test_annotator_walkthrough_keyboard(browser: Browser) -> None:
     b.shot("07-hit-1-answered")
     hit1 = Assignment.objects.get(annotator__user__username="walker", status=Assignment.Status.ACTIVE)
     # Every API call from here on is recorded: between HITs the page makes one, the submit with "next".
-    b.js("window.__calls = []; const f = window.fetch; window.fetch = function (u, o) {"
-         " window.__calls.push([String(u), String((o && o.body) || '')]); return f.apply(this, arguments); };")
+    b.record_api_calls()
     b.keys(Keys.ENTER)
 
     # Submitted; the next HIT arrives without reloading the page.
@@ -117,8 +116,8 @@ def test_annotator_walkthrough_keyboard(browser: Browser) -> None:
     _wait_question(b, 1)
     assert b.js("return window.__samePage === true")
     assert "saved" in b.find("#saved-note").text
-    calls = b.js("return window.__calls")
-    assert [c[0].rsplit("/api/", 1)[1] for c in calls] == [f"assignments/{hit1.pk}/submit/"]
+    calls = b.api_calls()
+    assert [path for path, _ in calls] == [f"assignments/{hit1.pk}/submit/"]
     assert json.loads(calls[0][1])["next"] is True
     b.shot("08-hit-2-start")
     given2 = _answer_hit_with_keyboard(b, ["Feminine"])
@@ -130,7 +129,7 @@ def test_annotator_walkthrough_keyboard(browser: Browser) -> None:
     assert b.js("return window.__samePage === true")
     assert Answer.objects.filter(annotator__user__username="walker").count() == len(given) + len(given2) == 7
     # The last submit's "next" said 204 without Retry-After: done, with no further HIT request.
-    assert [c[0].rsplit("/api/", 1)[1].split("/")[0] for c in b.js("return window.__calls")] == ["assignments"] * 2
+    assert [path.split("/")[0] for path, _ in b.api_calls()] == ["assignments"] * 2
     b.shot("09-no-work-left")
     # Content-Security-Policy friendly (no inline code or styles, also none added by the script) and
     # no errors in the console on the whole way.

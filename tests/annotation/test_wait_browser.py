@@ -85,15 +85,14 @@ def test_the_next_hit_from_the_submit_waits_then_stops_as_the_page_says(browser:
     b.visible("#stage-task")
     _wait_question(b, 1)
     first = Assignment.objects.get(annotator=walker, status=Assignment.Status.ACTIVE)
-    b.js("window.__calls = []; const f = window.fetch; window.fetch = function (u, o) {"
-         " window.__calls.push(String(u)); return f.apply(this, arguments); };")
+    b.record_api_calls()
     b.find("#choices .choice[data-choice=Yes]").click()
     b.keys(Keys.ENTER)
     # The other question: answered. This one: both seats leased. The submit's `next` is a 204 with
     # retry_after (answers in flight may reopen it): the page waits, having made no other request.
     b.visible("#stage-wait", timeout=15)
     assert mine.count() == 1 and mine.get().question_id != taken
-    assert [c.rsplit("/api/", 1)[1] for c in b.js("return window.__calls")] == [f"assignments/{first.pk}/submit/"]
+    assert [path for path, _ in b.api_calls()] == [f"assignments/{first.pk}/submit/"]
     _submit(amy, held[0], "Yes")
     _submit(bob, held[1], "No")  # 1-1: the question wants a third answer
     b.visible("#stage-task", timeout=15)
