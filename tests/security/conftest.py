@@ -4,8 +4,10 @@ annotators A and B are enrolled in X's campaign and A holds a HIT."""
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +23,8 @@ from annotation.models import Annotator, Assignment, Qualification, Question
 from annotation.services.lifecycle import questions_gold_set
 from annotation.services.qualification import qualification_create
 from campaigns.models import Campaign
+from common import throttling
+from common import views as common_views
 from generation.models import Image
 from generation.storage import web_key
 from tests.builders.campaigns import make_annotator, make_campaign, open_campaign
@@ -155,3 +159,14 @@ def module_world(_module_world: World, db: None) -> World:
 
 def images_family(campaign: Campaign, image: Image) -> str:
     return campaign.questions.filter(image=image).values_list("family", flat=True).first()
+
+
+@pytest.fixture
+def throttle_clock_frozen(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Hold the clock of the one-minute rate windows (the API throttles, the CSP report rate) at this
+    instant. Their windows are fixed minutes: on a slow machine a burst of requests could straddle a
+    window's end and pass the rate once in each window."""
+    frozen = time.time()
+    for module in (throttling, common_views):
+        monkeypatch.setattr(module, "time", SimpleNamespace(time=lambda: frozen))
+    return frozen

@@ -50,7 +50,8 @@ def test_csp_report_deep_json_is_400_not_500() -> None:
     assert response.status_code == 400
 
 
-def test_csp_report_logs_escaped_json_and_is_rate_limited(caplog: Any, settings: Any) -> None:
+def test_csp_report_logs_escaped_json_and_is_rate_limited(caplog: Any, settings: Any,
+                                                          throttle_clock_frozen: float) -> None:
     cache.clear()
     settings.CSP_REPORT_RATE = 3
     client = Client(REMOTE_ADDR="203.0.113.9")

@@ -72,7 +72,7 @@ def test_login_throttle_answers_429(world: World) -> None:
     cache.clear()
 
 
-def test_annotator_api_rate_limit(world: World) -> None:
+def test_annotator_api_rate_limit(world: World, throttle_clock_frozen: float) -> None:
     cache.clear()
     with override_settings(THROTTLE_RATES={"annotator": "5/minute", "anon": "2/minute"}):
         client = world.client("annotator_a")
