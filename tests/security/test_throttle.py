@@ -85,7 +85,7 @@ def test_every_login_surface_shares_the_policy(researcher: User) -> None:
 
 @override_settings(**{**POLICY, "LOGIN_THROTTLE_FAILURES": 1000, "LOGIN_THROTTLE_ADDRESS_FAILURES": 4,
                       "TRUSTED_PROXY_COUNT": 1})
-def test_address_limit_counts_the_client_behind_the_proxy() -> None:
+def test_address_limit_counts_the_client_behind_the_proxy(throttle_clock_frozen: float) -> None:
     api = APIClient()
     for i in range(4):  # many usernames from one client address
         api.post("/api/auth/token/", {"username": f"user{i}", "password": "bad"}, format="json",
@@ -100,7 +100,7 @@ def test_address_limit_counts_the_client_behind_the_proxy() -> None:
 
 
 @override_settings(SIGNUP_THROTTLE_PER_ADDRESS=2, SIGNUP_THROTTLE_WINDOW_S=3600)
-def test_signups_are_limited_per_address_on_every_path(researcher: User) -> None:
+def test_signups_are_limited_per_address_on_every_path(researcher: User, throttle_clock_frozen: float) -> None:
     campaign = crowd_campaign(researcher)
     api = APIClient()
     body = {"password": "Long-enough-pass-1", "consent": True}
