@@ -1,8 +1,8 @@
 """Fixed-window counters in the cache: one atomic increment that creates the key with its expiry.
 
 Every rate limit (the API throttles in `common.throttling`, the login / sign-up policy in
-`common.throttle`, the CSP report rate in `common.views`) counts request n of a window with
-:func:`window_incr`. On Redis (Django's `RedisCache`, production) it is one round trip: a Lua script
+`common.throttle`, the CSP report rate in `common.views`) finds its window with :func:`fixed_window`
+and counts request n of it with :func:`window_incr`. On Redis (Django's `RedisCache`, production) it is one round trip: a Lua script
 (`INCR`, then `EXPIRE` when the key was just created), atomic on the server, so parallel requests get
 distinct counts (tests/security/test_accounts.py, 100 parallel requests). Django's own `add` + `incr`
 took three round trips (`SET NX`, then `EXISTS` + `INCR`) and could lose a key that expired between
@@ -10,6 +10,8 @@ the two. Any other cache (LocMem in development) keeps `add` + `incr`, atomic wi
 """
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCacheClient
@@ -22,6 +24,14 @@ if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return n
 """
 _script: Script | None = None
+
+
+def fixed_window(window: int) -> tuple[int, int]:
+    """The current `window`-second window of every rate limit: its start (a multiple of `window`, part
+    of the counter's key) and the whole seconds left in it (at least 1, a refusal's Retry-After)."""
+    now = time.time()
+    start = int(now // window) * window
+    return start, max(1, math.ceil(start + window - now))
 
 
 def window_incr(cache: Any, key: str, timeout: int) -> int:

@@ -40,7 +40,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from .accounts import username_key
 from .clientaddr import client_address
-from .counters import window_incr
+from .counters import fixed_window, window_incr
 from .inputs import BodyError, json_loads
 
 logger = logging.getLogger(__name__)
@@ -61,9 +61,8 @@ def _user_keys(username: str) -> tuple[str, str]:
 
 def _bucket(kind: str, address: str, window: int) -> tuple[str, int]:
     """A fixed-window counter key for this address, and the seconds left in the window."""
-    now = time.time()
-    start = int(now // window) * window
-    return f"throttle:{kind}:addr:{_digest(address)}:{start}", max(1, math.ceil(start + window - now))
+    start, left = fixed_window(window)
+    return f"throttle:{kind}:addr:{_digest(address)}:{start}", left
 
 
 def _incr(key: str, timeout: int) -> int:

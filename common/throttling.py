@@ -15,15 +15,13 @@ at once (tests/security/test_accounts.py::test_rate_throttle_is_atomic_under_100
 from __future__ import annotations
 
 import logging
-import math
-import time
 from typing import Any
 
 from django.conf import settings
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 from .clientaddr import client_address
-from .counters import window_incr
+from .counters import fixed_window, window_incr
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +55,12 @@ class _SettingsRateMixin:
         ident = self.get_cache_key(request, view)  # type: ignore[attr-defined]
         if ident is None:
             return True
-        now = time.time()
-        start = int(now // window) * window
+        start, left = fixed_window(window)
         key = f"{ident}:w{start}"
         count = window_incr(self.cache, key, window + 1)  # type: ignore[attr-defined]  # one atomic round trip
         if count <= allowed:
             return True
-        self._wait = max(1.0, math.ceil(start + window - now))
+        self._wait = float(left)
         return False
 
     def wait(self) -> float | None:

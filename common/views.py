@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 from typing import Any
 
 from django.conf import settings
@@ -18,7 +17,7 @@ from rest_framework.authtoken.views import ObtainAuthToken
 
 from . import parsers
 from .clientaddr import client_address
-from .counters import window_incr
+from .counters import fixed_window, window_incr
 from .inputs import BodyError, json_loads
 from .middleware import error_response
 from .outbound import clip
@@ -44,7 +43,7 @@ def _csp_rate_exceeded(request: HttpRequest) -> bool:
     """A fixed one-minute window per client address (CSP_REPORT_RATE, default 30) and for everyone
     together (CSP_REPORT_RATE_TOTAL, default 600), counted atomically in the cache (`common.counters.window_incr`)."""
     window = 60
-    start = int(time.time() // window) * window
+    start, _ = fixed_window(window)
     address = hashlib.sha256(client_address(request).encode()).hexdigest()[:32]
     for key, limit in ((f"csp:rate:addr:{address}:{start}", getattr(settings, "CSP_REPORT_RATE", 30)),
                        (f"csp:rate:all:{start}", getattr(settings, "CSP_REPORT_RATE_TOTAL", 600))):

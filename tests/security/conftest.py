@@ -23,9 +23,7 @@ from annotation.models import Annotator, Assignment, Qualification, Question
 from annotation.services.lifecycle import questions_gold_set
 from annotation.services.qualification import qualification_create
 from campaigns.models import Campaign
-from common import throttle as login_policy
-from common import throttling
-from common import views as common_views
+from common import counters
 from generation.models import Image
 from generation.storage import web_key
 from tests.builders.campaigns import make_annotator, make_campaign, open_campaign
@@ -164,10 +162,9 @@ def images_family(campaign: Campaign, image: Image) -> str:
 
 @pytest.fixture
 def throttle_clock_frozen(monkeypatch: pytest.MonkeyPatch) -> float:
-    """Hold the clock of the fixed rate windows (the API throttles, the CSP report rate, the login and
-    sign-up policy's per-address windows) at this instant: on a slow machine a burst of requests could
-    straddle a window's end and pass the rate once in each window."""
+    """Hold the clock of every fixed rate window (`common.counters.fixed_window`: the API throttles, the
+    CSP report rate, the login and sign-up policy's per-address windows) at this instant: on a slow
+    machine a burst of requests could straddle a window's end and pass the rate once in each window."""
     frozen = time.time()
-    for module in (throttling, common_views, login_policy):
-        monkeypatch.setattr(module, "time", SimpleNamespace(time=lambda: frozen))
+    monkeypatch.setattr(counters, "time", SimpleNamespace(time=lambda: frozen))
     return frozen

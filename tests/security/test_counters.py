@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import threading
 import uuid
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from django.conf import settings
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache
 
+from common import counters
 from common.counters import window_incr
 
 
@@ -63,3 +66,23 @@ def test_other_caches_keep_add_and_incr() -> None:
     local = LocMemCache(f"counters-{uuid.uuid4().hex}", {})
     assert [window_incr(local, "w", 60) for _ in range(3)] == [1, 2, 3]
     assert local.get("w") == 3
+
+
+@pytest.mark.parametrize(("now", "window", "expected"), [
+    (119.2, 60, (60, 1)),      # 0.8 s left: rounded up, never 0
+    (120.0, 60, (120, 60)),    # a window's first instant
+    (60.5, 60, (60, 60)),      # 59.5 s left, rounded up
+    (7205.0, 3600, (7200, 3595)),
+])
+def test_fixed_window_start_and_seconds_left(monkeypatch: pytest.MonkeyPatch, now: float, window: int,
+                                             expected: tuple[int, int]) -> None:
+    monkeypatch.setattr(counters, "time", SimpleNamespace(time=lambda: now))
+    assert counters.fixed_window(window) == expected
+
+
+def test_every_rate_limit_takes_its_window_from_fixed_window() -> None:
+    """One clock for every fixed window (the tests' `throttle_clock_frozen` holds it): no rate limit
+    computes its own window start."""
+    for module in ("common/throttling.py", "common/throttle.py", "common/views.py"):
+        source = (Path(settings.BASE_DIR) / module).read_text()
+        assert "fixed_window(" in source and "// window" not in source, module

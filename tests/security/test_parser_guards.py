@@ -45,7 +45,6 @@ NUMBER_ALLOWED = {
     ("campaigns/spec/references.py", "float(value)"),  # after the isinstance / isfinite / range checks above it
     ("common/uploads.py", "int(limits.get(kind, DEFAULT_UPLOAD_LIMITS[kind]))"),  # a setting
     ("common/uploads.py", "int(parts[1])"),  # the line number the bounded parser put in its error key
-    ("common/views.py", "int(time.time() // window)"),
     ("common/views.py", "int(limit)"),  # a setting
     ("common/views.py", "int(request.META.get('CONTENT_LENGTH') or 0)"),  # WSGI's header, ValueError -> 0
     ("console/views.py", "int(part)"),  # after part.isdigit() and a length check: see console_ids
