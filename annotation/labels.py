@@ -86,7 +86,7 @@ def labels_recompute(*, campaign_id: int, question_ids: Iterable[int] | None = N
 # of a nearly empty answer table (analysed after a TRUNCATE, autovacuum off) made the cached plan scan
 # every answer on every submit (tests/annotation/test_engine_pg.py, bench/README.md section 1).
 _GIVEN = """    SELECT an.id, an.question_id, an.annotator_id, an.choice, an.corrects_id
-    FROM (SELECT DISTINCT unnest(%(questions)s::bigint[]) AS id) wanted
+    FROM (SELECT DISTINCT unnest((SELECT %(questions)s::bigint[])) AS id) wanted
     CROSS JOIN LATERAL (SELECT a.id, a.question_id, a.annotator_id, a.choice, a.corrects_id
                         FROM annotation_answer a WHERE a.question_id = wanted.id OFFSET 0) an
     JOIN annotation_question q ON q.id = an.question_id
@@ -118,7 +118,7 @@ written AS (
     RETURNING 1),
 stale AS (
     DELETE FROM annotation_aggregatedlabel
-    WHERE question_id = ANY(%(questions)s::bigint[]) AND question_id NOT IN (SELECT question_id FROM labels))
+    WHERE question_id = ANY((SELECT %(questions)s::bigint[])::bigint[]) AND question_id NOT IN (SELECT question_id FROM labels))
 SELECT count(*) FROM written"""
 
 
@@ -138,7 +138,7 @@ LABELS_BULK = LABELS.replace(_GIVEN, """    SELECT an.id, an.question_id, an.ann
           WHERE b.campaign_id = %(campaign)s AND b.annotator_id = g.annotator_id), false))
     GROUP BY""", """    FROM given g
     GROUP BY""").replace(
-    "WHERE question_id = ANY(%(questions)s::bigint[]) AND question_id NOT IN (SELECT question_id FROM labels))",
+    "WHERE question_id = ANY((SELECT %(questions)s::bigint[])::bigint[]) AND question_id NOT IN (SELECT question_id FROM labels))",
     "WHERE question_id = ANY(%(questions)s::bigint[])\n      AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.question_id = annotation_aggregatedlabel.question_id))")
 assert LABELS_BULK.count("NOT EXISTS") == 2 and "NOT IN" not in LABELS_BULK and "LATERAL" not in LABELS_BULK
 
@@ -173,7 +173,7 @@ def labels_write_bulk(*, campaign_id: int, question_ids: Sequence[int], exclude_
 # data-modifying CTEs run to completion whatever the final SELECT reads.
 LABELS_COUNTS = LABELS.replace("SELECT count(*) FROM written", """SELECT q.id, q.required, q.completed, jsonb_array_length(q.choices), l.votes
 FROM annotation_question q LEFT JOIN labels l ON l.question_id = q.id
-WHERE q.id = ANY(%(questions)s::bigint[]) ORDER BY q.id""")
+WHERE q.id = ANY((SELECT %(questions)s::bigint[])::bigint[]) ORDER BY q.id""")
 
 
 def labels_write_counts(*, campaign_id: int, question_ids: Sequence[int], exclude_blocked: bool,

@@ -8,6 +8,15 @@ cursors bind on the client and never prepare). Errors stay Django's (`IntegrityE
 Set `DATABASE_PREPARED_STATEMENTS=false` behind a pooler that cannot keep prepared statements
 (PgBouncer < 1.21 in transaction mode). `bench/profile_hit.py` replaces :func:`run` to time each
 statement, so callers look it up on this module (`prepared.run(...)`), not by importing the name.
+
+Plans: PostgreSQL plans a prepared statement for its parameters five times, then keeps its generic plan
+unless that one is costed above the custom plans' average. A generic plan counts an array parameter as
+ten elements; a custom plan sees the array, so one of one element (a one-question HIT) always looked
+cheaper and the statement was planned again on every execution (~0.5 ms of PostgreSQL CPU per
+one-question HIT cycle, bench/README.md section 1). The hot statements therefore pass their arrays
+behind a scalar subquery, `unnest((SELECT %(ids)s::bigint[]))`, `id = ANY((SELECT %(ids)s::bigint[])::bigint[])`:
+neither plan sees the length, the costs agree and the generic plan is kept (it is the plan a ten-question
+HIT already used). Not for a bulk statement whose plan should see its array (`labels.LABELS_BULK`).
 """
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=30000)
     parser.add_argument("--chained", action="store_true",
                         help='submit with "next": true, the next HIT from its answer (one request per cycle)')
+    parser.add_argument("--statements", action="store_true", help="also print one cycle's statements (first 160 characters)")
     parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
     parser.add_argument("--redis", action="store_true",
                         help="keep REDIS_URL: the throttles count in Redis, as in production (round trips counted)")
@@ -111,6 +112,9 @@ def main() -> None:
     sqls = [q["sql"] for q in ctx.captured_queries]
     tx = sum(sql in ("BEGIN", "COMMIT", "ROLLBACK") for sql in sqls)
     print(f"statements per cycle: {len(sqls)} (BEGIN/COMMIT: {tx}; SAVEPOINT: {sum('SAVEPOINT' in q for q in sqls)})")
+    if args.statements:
+        for sql in sqls:
+            print("   ", " ".join(sql.split())[:160])
     print(f"Redis commands per cycle: {len(redis_commands)} {collections.Counter(redis_commands) if redis_commands else ''}")
     backend = pg_backend(connection)
     profile = cProfile.Profile(time.process_time)

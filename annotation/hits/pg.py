@@ -18,7 +18,9 @@ what order, gold, payload, submission checks, reward) are `rules.py`'s, shared w
 Plans: a prepared statement gets a generic plan after five executions on a connection, made with the
 statistics of that moment. The statements are written so that the plan does not hinge on them where
 it matters (the pool walks its partial index; labels read answers only through the question index;
-live HITs have their own small partial indexes), but a table that grew a lot since its last ANALYZE
+live HITs have their own small partial indexes; an array parameter sits behind a scalar subquery,
+`(SELECT %(ids)s::bigint[])`, so that a custom plan does not see its length either: see
+`annotation.prepared`), but a table that grew a lot since its last ANALYZE
 (a fresh database under a burst) can still get a sequential scan for a while: autovacuum's ANALYZE
 invalidates the plan (within a minute of 10% growth), and a connection's prepared statements go with
 it (`CONN_MAX_AGE`, 60 s by default). `bench/profile_hit.py` shows each statement's time.
@@ -149,9 +151,9 @@ WITH hit AS (
 leases AS (
     INSERT INTO annotation_assignmentitem (assignment_id, question_id, annotator_id, position, status)
     SELECT hit.id, x.question, %(annotator)s, x.position - 1, 'leased'
-    FROM hit, unnest(%(questions)s::bigint[]) WITH ORDINALITY AS x(question, position)),
+    FROM hit, unnest((SELECT %(questions)s::bigint[])) WITH ORDINALITY AS x(question, position)),
 counters AS (
-    UPDATE annotation_question SET assigned = assigned + 1 WHERE id = ANY(%(real)s::bigint[]))
+    UPDATE annotation_question SET assigned = assigned + 1 WHERE id = ANY((SELECT %(real)s::bigint[])::bigint[]))
 SELECT id FROM hit"""
 
 
@@ -215,11 +217,12 @@ WITH answers AS (
     INSERT INTO annotation_answer (campaign_id, question_id, annotator_id, assignment_id, choice, time_ms,
                                    created_at, corrects_id, source)
     SELECT %(campaign)s, x.question, %(annotator)s, %(assignment)s, x.choice, x.time_ms, %(now)s, NULL, 'web'
-    FROM unnest(%(questions)s::bigint[], %(choices)s::text[], %(times)s::integer[]) AS x(question, choice, time_ms)),
+    FROM unnest((SELECT %(questions)s::bigint[]), (SELECT %(choices)s::text[]), (SELECT %(times)s::integer[]))
+         AS x(question, choice, time_ms)),
 leases AS (
     UPDATE annotation_assignmentitem SET status = 'answered' WHERE assignment_id = %(assignment)s),
 counters AS (
-    UPDATE annotation_question SET completed = completed + 1 WHERE id = ANY(%(real)s::bigint[]))
+    UPDATE annotation_question SET completed = completed + 1 WHERE id = ANY((SELECT %(real)s::bigint[])::bigint[]))
 UPDATE annotation_assignment SET status = 'submitted', submitted_at = %(now)s, submission_digest = %(digest)s,
        reward = %(reward)s
 WHERE id = %(assignment)s"""
@@ -228,7 +231,7 @@ WHERE id = %(assignment)s"""
 SUBMIT_RETAKE = """
 WITH taken AS (
     UPDATE annotation_question SET assigned = assigned + 1
-    WHERE id = ANY(%(questions)s::bigint[]) AND assigned < required RETURNING 1)
+    WHERE id = ANY((SELECT %(questions)s::bigint[])::bigint[]) AND assigned < required RETURNING 1)
 SELECT count(*) FROM taken"""
 
 

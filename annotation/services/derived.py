@@ -125,7 +125,7 @@ def submit_derive(*, campaign_id: int, question_ids: Sequence[int], cfg: Mapping
 # rows are locked by the submit's counters; the conditions repeat redundancy.required_next's).
 SUBMIT_GROW = """
 UPDATE annotation_question SET required = required + 1
-WHERE id = ANY(%(questions)s::bigint[]) AND completed >= required AND required < %(max)s"""
+WHERE id = ANY((SELECT %(questions)s::bigint[])::bigint[]) AND completed >= required AND required < %(max)s"""
 
 
 def submit_derive_sql(*, campaign_id: int, question_ids: Sequence[int], cfg: Mapping[str, Any], now: datetime) -> None:
