@@ -198,6 +198,7 @@ class Server:
     shape: str  # "4" (4 sync workers) or "3x4" (3 gthread workers x 4 threads)
     url: str
     proc: subprocess.Popen
+    media: str = "local"  # the server's MEDIA_STORAGE
 
     def pids(self) -> list[int]:
         try:
@@ -225,7 +226,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def server_start(shape: str, database_url: str, token: str) -> Server:
+def server_start(shape: str, database_url: str, token: str, media: str = "local") -> Server:
     workers, _, threads = shape.partition("x")
     port = free_port()
     cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
@@ -238,6 +239,10 @@ def server_start(shape: str, database_url: str, token: str) -> Server:
            # Scripted annotators with no think time are far above a human's rate: the per-annotator
            # API throttle (THROTTLE_ANNOTATOR, 600/minute by default) would answer 429 and measure itself.
            "THROTTLE_ANNOTATOR": "10000000/minute", "THROTTLE_ANON": "10000000/minute"}
+    if media == "s3":  # the HIT's image URLs presigned by boto3, as in docker-compose.yml (nothing is fetched:
+        # signing needs only the credentials and the endpoint's name)
+        env.update(MEDIA_STORAGE="s3", S3_ENDPOINT_URL="http://127.0.0.1:9", S3_REGION="us-east-1",
+                   AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret")
     env.pop("REDIS_URL", None)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}"
@@ -255,7 +260,7 @@ def server_start(shape: str, database_url: str, token: str) -> Server:
             proc.kill()
             raise RuntimeError(f"gunicorn ({shape}) did not start")
         time.sleep(0.2)
-    server = Server(shape, url, proc)
+    server = Server(shape, url, proc, media)
     # Warm every worker (imports, URL resolver, database connection) before measuring.
     asyncio.run(_warm(url, token))
     return server
@@ -404,7 +409,7 @@ def run_scenario(server: Server, database: str, people: list[tuple[int, str]], *
                  duration: float, think: float = 0.0, hit_size: int = 10, questions: int = 30000) -> dict[str, Any]:
     chosen = people[:n]
     campaign_id = None
-    row: dict[str, Any] = {"scenario": kind, "server": server.shape, "n": n, "think_s": think,
+    row: dict[str, Any] = {"scenario": kind, "server": server.shape, "media": server.media, "n": n, "think_s": think,
                            "duration_s": duration}
     if kind != "trivial":
         campaign_id, n_questions = campaign_load(questions=questions, hit_size=hit_size,
@@ -472,6 +477,9 @@ def main() -> None:
                              "(\"next\": true: one request per cycle)")
     parser.add_argument("--smoke", action="store_true", help="tiny and fast; asserts completeness and integrity")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--media", choices=["local", "s3"], default="local",
+                        help="the server's MEDIA_STORAGE: local (signed /media/ URLs) or s3 (boto3-presigned URLs, "
+                             "the compose deployment's)")
     args = parser.parse_args()
     if args.smoke:
         args.ns, args.duration, args.questions, args.think, args.servers = "1,3", 1.5, 480, 0.05, "2"
@@ -498,13 +506,13 @@ def main() -> None:
     shapes = args.servers.split(",")
     if "server" in scenarios:  # compare server shapes on the HIT cycle at the largest N
         for shape in shapes:
-            server = server_start(shape, url, people[0][1])
+            server = server_start(shape, url, people[0][1], args.media)
             try:
                 record(run_scenario(server, database, people, kind="server", n=max(ns), duration=args.duration,
                                     questions=args.questions))
             finally:
                 server.stop()
-    server = server_start(shapes[0], url, people[0][1])
+    server = server_start(shapes[0], url, people[0][1], args.media)
     try:
         if "trivial" in scenarios:
             for n in ns:

@@ -56,7 +56,7 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
                                   "s.STORAGES['default']['BACKEND'], s.STORAGES['default']['OPTIONS']['bucket_name']")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ("('db.example', 5433, 'audit', 'redis://cache:6379/2', False, "
-                                     "['a.example', 'b.example'], 'storages.backends.s3.S3Storage', 'bkt')")
+                                     "['a.example', 'b.example'], 'common.s3_media.S3MediaStorage', 'bkt')")
 
 
 @pytest.mark.parametrize(("env", "message"), [

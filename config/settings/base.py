@@ -168,7 +168,7 @@ MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")) or VAR_DIR / "me
 MEDIA_STORAGE = env_str("MEDIA_STORAGE", "local")
 if MEDIA_STORAGE == "s3":
     _media_storage = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "common.s3_media.S3MediaStorage",  # presigned URLs reused for a short window
         "OPTIONS": {
             "bucket_name": env_str("S3_BUCKET", "t2i-bias-audit"),
             "endpoint_url": env_str("S3_ENDPOINT_URL") or None,
