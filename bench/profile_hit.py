@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument("--chained", action="store_true",
                         help='submit with "next": true, the next HIT from its answer (one request per cycle)')
     parser.add_argument("--statements", action="store_true", help="also print one cycle's statements (first 160 characters)")
+    parser.add_argument("--scoped", action="store_true",
+                        help="authenticate with scoped task tokens (s1., what the crowd work pages carry) instead of API keys")
     parser.add_argument("--save", metavar="PATH", help="also write the raw profile (pstats) there")
     parser.add_argument("--redis", action="store_true",
                         help="keep REDIS_URL: the throttles count in Redis, as in production (round trips counted)")
@@ -64,6 +66,12 @@ def main() -> None:
     people = load.annotators_create(args.annotators)
     campaign_id, _ = load.campaign_load(questions=args.questions, hit_size=args.hit_size, annotator_ids=[p[0] for p in people])
     tokens = [token for _, token in people]
+    if args.scoped:  # the crowd work pages' tokens: signed, one campaign's annotation endpoints only
+        from annotation.models import Annotator
+        from annotation.scoped_tokens import scoped_token_issue
+
+        users = dict(Annotator.objects.filter(pk__in=[p[0] for p in people]).values_list("pk", "user_id"))
+        tokens = [scoped_token_issue(user_id=users[a], campaign_id=campaign_id) for a, _ in people]
     app = WSGIHandler()
     turn = [0]
 

@@ -157,6 +157,54 @@ def test_a_token_authenticated_request_is_one_statement(campaign, hit_engine, to
         assert len(_statements(ctx)) == 2 + COUNTS["next"][0 if hit_engine == "sql" else 1] + COUNTS["heartbeat"][0]
 
 
+@pytest.mark.parametrize("token_engine", ["sql", "orm"])
+def test_a_scoped_token_request_is_one_statement_more(campaign, hit_engine, token_engine):
+    """A crowd work page's token (`s1.`, annotation/scoped_tokens.py): its user and annotator in one
+    statement, and for a HIT-addressed endpoint (submit, heartbeat) one more that the HIT is the token's
+    campaign's; with the token fast path both are prepared statements (the ORM compiled them on every
+    request: +1.7 ms of CPU per chained HIT cycle, bench/README.md section 1, "Seventh round")."""
+    from rest_framework.test import APIClient
+
+    from annotation.scoped_tokens import scoped_token_issue
+    from annotation.services.annotators import enrollment_consent
+
+    annotator, _ = make_annotator("scoped-qc", campaign=campaign)
+    other = make_campaign(campaign.owner, settings=["explicit"], annotation={"hit_size": 2, "redundancy": 1})
+    make_images(other, "explicit", 2)
+    other = open_campaign(other)
+    enrollment_consent(annotator=annotator, campaign=other, consent=True)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token " + scoped_token_issue(user_id=annotator.user_id, campaign_id=campaign.pk))
+    sql = token_engine == "sql" and connection.vendor == "postgresql"
+    with fastpath.forced("token_auth", sql):
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.post(f"/api/campaigns/{campaign.pk}/assignments/")
+        assert response.status_code == 201, response.content
+        assert len(_statements(ctx)) == 1 + COUNTS["next"][0 if hit_engine == "sql" else 1]
+        with CaptureQueriesContext(connection) as ctx:
+            submitted = client.post(f"/api/assignments/{response.json()['id']}/submit/",
+                                    {"answers": _answers(response.json())}, format="json")
+        assert submitted.status_code == 200, submitted.content
+        assert len(_statements(ctx)) == 2 + COUNTS["submit"][0 if hit_engine == "sql" else 1]
+        # Another campaign's HIT of the same annotator: refused before anything is read or written.
+        foreign = assignment_next(annotator=annotator, campaign_id=other.pk)[0]
+        with CaptureQueriesContext(connection) as ctx:
+            refused = client.post(f"/api/assignments/{foreign['id']}/submit/",
+                                  {"answers": _answers(foreign)}, format="json")
+        assert refused.status_code == 403 and f"campaign {campaign.pk}" in refused.json()["detail"]
+        assert len(_statements(ctx)) == 2
+        annotator.user.is_active = False
+        annotator.user.save(update_fields=["is_active"])
+        inactive = client.post(f"/api/campaigns/{campaign.pk}/assignments/")
+        assert inactive.status_code == 401 and "inactive" in inactive.json()["detail"]
+    if sql:
+        with connection.cursor() as cur:
+            cur.execute("SELECT statement FROM pg_prepared_statements")
+            prepared = [" ".join(r[0].split()) for r in cur.fetchall()]
+        assert any(p.startswith('SELECT u."id"') and 'WHERE u."id" = $1' in p for p in prepared), prepared
+        assert "SELECT 1 FROM annotation_assignment WHERE id = $1 AND campaign_id = $2" in prepared
+
+
 def test_submit_with_adaptive_redundancy(researcher, hit_engine):
     campaign = make_campaign(researcher, settings=["explicit"], annotation={
         "hit_size": 2, "redundancy": {"min": 2, "max": 3, "threshold": 0.75}})
