@@ -226,6 +226,9 @@ def _die_with_parent() -> None:
         pass
 
 
+SERVER_SECRET_KEY = "bench-only-not-secret"
+
+
 def server_start(shape: str, database_url: str, token: str, media: str = "local") -> Server:
     workers, _, threads = shape.partition("x")
     port = free_port()
@@ -234,7 +237,7 @@ def server_start(shape: str, database_url: str, token: str, media: str = "local"
     if threads:
         cmd += ["--worker-class", "gthread", "--threads", threads]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.base", "DEBUG": "false",
-           "SECRET_KEY": "bench-only-not-secret", "DATABASE_URL": database_url, "BENCH_TRIVIAL_ENDPOINT": "1",
+           "SECRET_KEY": SERVER_SECRET_KEY, "DATABASE_URL": database_url, "BENCH_TRIVIAL_ENDPOINT": "1",
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING", "CONN_MAX_AGE": "600",
            # Scripted annotators with no think time are far above a human's rate: the per-annotator
            # API throttle (THROTTLE_ANNOTATOR, 600/minute by default) would answer 429 and measure itself.
@@ -398,6 +401,19 @@ async def drive(url: str, tokens: list[str], *, duration: float, think: float, c
     return stats, elapsed
 
 
+def scoped_people(people: list[tuple[int, str]], campaign_id: int) -> list[tuple[int, str]]:
+    """The annotators with scoped task tokens for the campaign instead of their API keys (signed with the
+    server's key)."""
+    from django.test.utils import override_settings
+
+    from annotation.models import Annotator
+    from annotation.scoped_tokens import scoped_token_issue
+
+    users = dict(Annotator.objects.filter(pk__in=[a for a, _ in people]).values_list("pk", "user_id"))
+    with override_settings(SECRET_KEY=SERVER_SECRET_KEY):
+        return [(a, scoped_token_issue(user_id=users[a], campaign_id=campaign_id)) for a, _ in people]
+
+
 def pct(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -406,7 +422,8 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def run_scenario(server: Server, database: str, people: list[tuple[int, str]], *, kind: str, n: int,
-                 duration: float, think: float = 0.0, hit_size: int = 10, questions: int = 30000) -> dict[str, Any]:
+                 duration: float, think: float = 0.0, hit_size: int = 10, questions: int = 30000,
+                 tokens: str = "key") -> dict[str, Any]:
     chosen = people[:n]
     campaign_id = None
     row: dict[str, Any] = {"scenario": kind, "server": server.shape, "media": server.media, "n": n, "think_s": think,
@@ -414,7 +431,9 @@ def run_scenario(server: Server, database: str, people: list[tuple[int, str]], *
     if kind != "trivial":
         campaign_id, n_questions = campaign_load(questions=questions, hit_size=hit_size,
                                                  annotator_ids=[a for a, _ in chosen])
-        row.update({"hit_size": hit_size, "pool_questions": n_questions, "required": 3})
+        row.update({"hit_size": hit_size, "pool_questions": n_questions, "required": 3, "tokens": tokens})
+        if tokens == "scoped":  # the crowd work pages' tokens (s1.): signed for this campaign's annotation only
+            chosen = scoped_people(chosen, campaign_id)
     server_pids = server.pids()
     pg_pids = postgres_backend_pids(database)
     cpu0 = (cpu_seconds(server_pids), cpu_seconds(pg_pids), resource.getrusage(resource.RUSAGE_SELF))
@@ -477,6 +496,9 @@ def main() -> None:
                              "(\"next\": true: one request per cycle)")
     parser.add_argument("--smoke", action="store_true", help="tiny and fast; asserts completeness and integrity")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--tokens", choices=["key", "scoped"], default="key",
+                        help="the HIT scenarios' tokens: API keys, or the scoped task tokens the crowd work pages carry "
+                             "(the trivial endpoint always takes keys)")
     parser.add_argument("--media", choices=["local", "s3"], default="local",
                         help="the server's MEDIA_STORAGE: local (signed /media/ URLs) or s3 (boto3-presigned URLs, "
                              "the compose deployment's)")
@@ -508,7 +530,7 @@ def main() -> None:
         for shape in shapes:
             server = server_start(shape, url, people[0][1], args.media)
             try:
-                record(run_scenario(server, database, people, kind="server", n=max(ns), duration=args.duration,
+                record(run_scenario(server, database, people, kind="server", tokens=args.tokens, n=max(ns), duration=args.duration,
                                     questions=args.questions))
             finally:
                 server.stop()
@@ -519,20 +541,20 @@ def main() -> None:
                 record(run_scenario(server, database, people, kind="trivial", n=n, duration=args.duration))
         if "hit" in scenarios:
             for n in ns:
-                record(run_scenario(server, database, people, kind="hit", n=n, duration=args.duration,
+                record(run_scenario(server, database, people, kind="hit", tokens=args.tokens, n=n, duration=args.duration,
                                     questions=args.questions))
         if "hit-chained" in scenarios:
             for n in ns:
-                record(run_scenario(server, database, people, kind="hit-chained", n=n, duration=args.duration,
+                record(run_scenario(server, database, people, kind="hit-chained", tokens=args.tokens, n=n, duration=args.duration,
                                     questions=args.questions))
         if "paced" in scenarios:
-            record(run_scenario(server, database, people, kind="paced", n=max(ns), duration=args.duration,
+            record(run_scenario(server, database, people, kind="paced", tokens=args.tokens, n=max(ns), duration=args.duration,
                                 think=args.think, questions=args.questions))
         if "one-question" in scenarios:
-            record(run_scenario(server, database, people, kind="one-question", n=one_question_n, duration=args.duration,
+            record(run_scenario(server, database, people, kind="one-question", tokens=args.tokens, n=one_question_n, duration=args.duration,
                                 hit_size=1, questions=args.questions))
         if "one-question-chained" in scenarios:
-            record(run_scenario(server, database, people, kind="one-question-chained", n=one_question_n,
+            record(run_scenario(server, database, people, kind="one-question-chained", tokens=args.tokens, n=one_question_n,
                                 duration=args.duration, hit_size=1, questions=args.questions))
     finally:
         server.stop()
