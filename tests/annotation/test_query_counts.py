@@ -193,6 +193,8 @@ def test_a_scoped_token_request_is_one_statement_more(campaign, hit_engine, toke
                                   {"answers": _answers(foreign)}, format="json")
         assert refused.status_code == 403 and f"campaign {campaign.pk}" in refused.json()["detail"]
         assert len(_statements(ctx)) == 2
+        beyond = client.post("/api/assignments/99999999999999999999/heartbeat/")  # past bigint: refused, not a 500
+        assert beyond.status_code in (403, 404), beyond.content
         annotator.user.is_active = False
         annotator.user.save(update_fields=["is_active"])
         inactive = client.post(f"/api/campaigns/{campaign.pk}/assignments/")
