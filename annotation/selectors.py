@@ -18,6 +18,7 @@ from common.errors import ApplicationError, NotFoundError
 from generation.models import Image
 from generation.selectors import annotator_image_url
 
+from .authentication import annotator_by_user
 from .families import canonical_example_family, family_instructions
 from .models import (
     AggregatedLabel,
@@ -39,7 +40,7 @@ def annotator_of(user: AbstractBaseUser | AnonymousUser) -> Annotator:
     """The annotator behind a logged-in user, or 403."""
     annotator = getattr(user, "_annotator_cache", None)
     if annotator is None:
-        annotator = Annotator.objects.filter(user_id=user.pk).first() if user.is_authenticated else None
+        annotator = annotator_by_user(user) if user.is_authenticated else None  # the session's user
         if annotator is None:
             raise ApplicationError("This endpoint is for annotators (sign up at POST /api/annotators/).",
                                    status_code=403)

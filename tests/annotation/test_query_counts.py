@@ -207,6 +207,35 @@ def test_a_scoped_token_request_is_one_statement_more(campaign, hit_engine, toke
         assert "SELECT 1 FROM annotation_assignment WHERE id = $1 AND campaign_id = $2" in prepared
 
 
+@pytest.mark.parametrize("token_engine", ["sql", "orm"])
+def test_a_session_request_reads_the_annotator_in_one_prepared_statement(campaign, token_engine, researcher):
+    """The work page's session (no token): Django loads the session and its user, then the annotator
+    profile is one more statement, prepared on the token fast path (the ORM compiled it on every
+    request: 0.44-0.48 -> 0.13 ms of CPU, bench/README.md section 1, "Seventh round"). A session user
+    who is not an annotator gets the 403 that names the endpoint's audience."""
+    from rest_framework.test import APIClient
+
+    annotator, _ = make_annotator("session-qc", campaign=campaign)
+    client = APIClient()
+    client.force_login(annotator.user)
+    sql = token_engine == "sql" and connection.vendor == "postgresql"
+    with fastpath.forced("token_auth", sql):
+        with CaptureQueriesContext(connection) as ctx:
+            response = client.post(f"/api/campaigns/{campaign.pk}/assignments/")
+        assert response.status_code == 201, response.content
+        statements = [" ".join(q.split()) for q in _statements(ctx)]
+        assert len(statements) == 3 + COUNTS["next"][0 if connection.vendor == "postgresql" else 1], statements
+        assert sum('FROM "annotation_annotator" a WHERE a."user_id"' in q for q in statements) == int(sql)
+        stranger = APIClient()
+        stranger.force_login(researcher)
+        refused = stranger.post(f"/api/campaigns/{campaign.pk}/assignments/")
+        assert refused.status_code == 403 and "for annotators" in refused.json()["detail"]
+    if sql:
+        with connection.cursor() as cur:
+            cur.execute("SELECT statement FROM pg_prepared_statements")
+            assert any('FROM "annotation_annotator" a WHERE a."user_id" = $1' in r[0] for r in cur.fetchall())
+
+
 def test_submit_with_adaptive_redundancy(researcher, hit_engine):
     campaign = make_campaign(researcher, settings=["explicit"], annotation={
         "hit_size": 2, "redundancy": {"min": 2, "max": 3, "threshold": 0.75}})
