@@ -35,34 +35,46 @@ from .models import Annotator
 from .scoped_tokens import ScopedToken, is_scoped, scoped_token_allows, scoped_token_read
 
 
+def _select(alias: str, model: Any) -> list[str]:
+    """A model's concrete columns, qualified by `alias`, in `_instance`'s order."""
+    return [f'{alias}."{f.column}"' for f in model._meta.concrete_fields]
+
+
+def _annotator_join(user_model: Any) -> str:
+    """The user's annotator profile, joined (NULL columns for a researcher)."""
+    return f'LEFT JOIN "{Annotator._meta.db_table}" a ON a."user_id" = u."{user_model._meta.pk.column}"'
+
+
 @cache
 def _token_query() -> str:
     user_model = get_user_model()
-    columns = ", ".join([*(f'u."{f.column}"' for f in user_model._meta.concrete_fields), 't."created"',
-                         *(f'a."{f.column}"' for f in Annotator._meta.concrete_fields)])
-    pk = user_model._meta.pk.column
+    columns = ", ".join([*_select("u", user_model), 't."created"', *_select("a", Annotator)])
     return (f'SELECT {columns} FROM "{Token._meta.db_table}" t '
-            f'JOIN "{user_model._meta.db_table}" u ON u."{pk}" = t."user_id" '
-            f'LEFT JOIN "{Annotator._meta.db_table}" a ON a."user_id" = u."{pk}" '
-            f'WHERE t."key" = %(key)s')
+            f'JOIN "{user_model._meta.db_table}" u ON u."{user_model._meta.pk.column}" = t."user_id" '
+            f'{_annotator_join(user_model)} WHERE t."key" = %(key)s')
 
 
 @cache
 def _user_query() -> str:
     """The scoped token's user and annotator by the user id it signs (`_token_query` without the token)."""
     user_model = get_user_model()
-    columns = ", ".join([*(f'u."{f.column}"' for f in user_model._meta.concrete_fields),
-                         *(f'a."{f.column}"' for f in Annotator._meta.concrete_fields)])
-    pk = user_model._meta.pk.column
-    return (f'SELECT {columns} FROM "{user_model._meta.db_table}" u '
-            f'LEFT JOIN "{Annotator._meta.db_table}" a ON a."user_id" = u."{pk}" '
-            f'WHERE u."{pk}" = %(user)s')
+    columns = ", ".join([*_select("u", user_model), *_select("a", Annotator)])
+    return (f'SELECT {columns} FROM "{user_model._meta.db_table}" u {_annotator_join(user_model)} '
+            f'WHERE u."{user_model._meta.pk.column}" = %(user)s')
 
 
 @cache
 def _annotator_query() -> str:
-    columns = ", ".join(f'a."{f.column}"' for f in Annotator._meta.concrete_fields)
-    return f'SELECT {columns} FROM "{Annotator._meta.db_table}" a WHERE a."user_id" = %(user)s'
+    return f'SELECT {", ".join(_select("a", Annotator))} FROM "{Annotator._meta.db_table}" a WHERE a."user_id" = %(user)s'
+
+
+def _annotator_of_row(user: Any, values: Any) -> Annotator | None:
+    """The annotator profile from its columns of a row (None when they are NULL: no profile)."""
+    if values[0] is None:
+        return None
+    annotator = _instance(Annotator, values)
+    annotator.user = user
+    return annotator
 
 
 def annotator_by_user(user: Any) -> Annotator | None:
@@ -71,11 +83,7 @@ def annotator_by_user(user: Any) -> Annotator | None:
     if not fastpath.enabled("token_auth"):
         return Annotator.objects.filter(user_id=user.pk).first()
     rows = prepared.run(_annotator_query(), {"user": user.pk})
-    if not rows:
-        return None
-    annotator = _instance(Annotator, rows[0])
-    annotator.user = user
-    return annotator
+    return _annotator_of_row(user, rows[0]) if rows else None
 
 
 @cache
@@ -123,10 +131,9 @@ class TokenAuthentication(authentication.TokenAuthentication):
             raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
         token = Token.from_db(DEFAULT_DB_ALIAS, ["key", "user_id", "created"], (key, user.pk, row[n]))
         token.user = user
-        if row[n + 1] is not None:
+        annotator = _annotator_of_row(user, row[n + 1:])
+        if annotator is not None:
             _refuse_expired(row[n])
-            annotator = _instance(Annotator, row[n + 1:])
-            annotator.user = user
             setattr(user, "_annotator_cache", annotator)  # noqa: B010  (read by request.user's annotator)
         return user, token
 
@@ -151,9 +158,7 @@ class TokenAuthentication(authentication.TokenAuthentication):
             rows = prepared.run(_user_query(), {"user": token.user_id})
             n = len(get_user_model()._meta.concrete_fields)
             user = _instance(get_user_model(), rows[0][:n]) if rows else None
-            annotator = _instance(Annotator, rows[0][n:]) if rows and rows[0][n] is not None else None
-            if annotator is not None:
-                annotator.user = user
+            annotator = _annotator_of_row(user, rows[0][n:]) if rows else None
         else:
             user = get_user_model().objects.select_related("annotator").filter(pk=token.user_id).first()
             annotator = getattr(user, "annotator", None)
