@@ -80,7 +80,11 @@ def labels_recompute(*, campaign_id: int, question_ids: Iterable[int] | None = N
 
 
 # labels_recompute's rules in one statement: the newest answer of each chain, blocked annotators'
-# answers left out when asked, ties stored as "tie", labels without a counted answer deleted. The given
+# answers left out when asked, ties stored as "tie", labels without a counted answer deleted. The
+# campaign's blocked annotators are read once per statement, from their partial index
+# (`enrollment_blocked_idx`), and hashed: as a lookup per answer the planner scanned the enrollments of
+# a small table once for each of a HIT's ~30 answers (0.3 ms of a 1.3 ms statement, bench/README.md
+# section 1, "Eighth round"). The given
 # questions' answers come from one lateral subquery per question (OFFSET 0 keeps it from being flattened
 # into a join), which can only be an index lookup: as `question_id = ANY(...)` over the table, statistics
 # of a nearly empty answer table (analysed after a TRUNCATE, autovacuum off) made the cached plan scan
@@ -100,9 +104,8 @@ votes AS (
     SELECT g.question_id, g.choice, count(*) AS n
     FROM given g
     WHERE g.id NOT IN (SELECT corrects_id FROM given WHERE corrects_id IS NOT NULL)
-      AND NOT (%(exclude_blocked)s AND COALESCE((
-          SELECT b.status = 'blocked' FROM annotation_enrollment b
-          WHERE b.campaign_id = %(campaign)s AND b.annotator_id = g.annotator_id), false))
+      AND g.annotator_id NOT IN (SELECT b.annotator_id FROM annotation_enrollment b
+          WHERE %(exclude_blocked)s AND b.campaign_id = %(campaign)s AND b.status = 'blocked')
     GROUP BY g.question_id, g.choice),
 labels AS (
     SELECT question_id, jsonb_object_agg(choice, n) AS votes, sum(n)::integer AS answers,
@@ -133,9 +136,8 @@ LABELS_BULK = LABELS.replace(_GIVEN, """    SELECT an.id, an.question_id, an.ann
           SELECT b.annotator_id FROM annotation_enrollment b
           WHERE b.campaign_id = %(campaign)s AND b.status = 'blocked'))),""").replace("""    FROM given g
     WHERE g.id NOT IN (SELECT corrects_id FROM given WHERE corrects_id IS NOT NULL)
-      AND NOT (%(exclude_blocked)s AND COALESCE((
-          SELECT b.status = 'blocked' FROM annotation_enrollment b
-          WHERE b.campaign_id = %(campaign)s AND b.annotator_id = g.annotator_id), false))
+      AND g.annotator_id NOT IN (SELECT b.annotator_id FROM annotation_enrollment b
+          WHERE %(exclude_blocked)s AND b.campaign_id = %(campaign)s AND b.status = 'blocked')
     GROUP BY""", """    FROM given g
     GROUP BY""").replace(
     "WHERE question_id = ANY((SELECT %(questions)s::bigint[])::bigint[]) AND question_id NOT IN (SELECT question_id FROM labels))",
