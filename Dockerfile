@@ -16,4 +16,4 @@ COPY . .
 RUN SECRET_KEY=build ALLOWED_HOSTS=build DATABASE_URL=sqlite:////tmp/build.sqlite3 \
     python manage.py collectstatic --noinput -v0
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4"]
+CMD ["uwsgi", "--ini", "config/uwsgi.ini", "--http-socket", "0.0.0.0:8000"]

@@ -1,4 +1,5 @@
-"""Benchmark: the annotation API under load, served by gunicorn against PostgreSQL, driven by N
+"""Benchmark: the annotation API under load, served by uWSGI (the deployment's config/uwsgi.ini; or gunicorn,
+`--servers 4`) against PostgreSQL, driven by N
 simulated annotators (asyncio + httpx) on loopback, with the database checked afterwards.
 
 Each annotator loops: POST /api/campaigns/{id}/assignments/ (a HIT), think, POST
@@ -19,7 +20,7 @@ missing; its campaigns are wiped at the start of a run).
 
     .venv/bin/python bench/annotation_load.py                 # the full run (~6 minutes)
     .venv/bin/python bench/annotation_load.py --smoke         # seconds (CI smoke test)
-    .venv/bin/python bench/annotation_load.py --servers 4,3x4,6 --scenarios hit --ns 200  # pick a server shape
+    .venv/bin/python bench/annotation_load.py --servers u4,4,3x4 --scenarios hit --ns 200  # uWSGI, gunicorn sync, gthread
 """
 from __future__ import annotations
 
@@ -195,7 +196,7 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    shape: str  # "4" (4 sync workers) or "3x4" (3 gthread workers x 4 threads)
+    shape: str  # "u4" (uWSGI, 4 processes), "4" (gunicorn, 4 sync workers) or "3x4" (3 gthread workers x 4 threads)
     url: str
     proc: subprocess.Popen
     media: str = "local"  # the server's MEDIA_STORAGE
@@ -217,7 +218,7 @@ class Server:
 
 
 def _die_with_parent() -> None:
-    """The server gets SIGTERM if this benchmark dies (Linux prctl PR_SET_PDEATHSIG): no stray gunicorn."""
+    """The server gets SIGTERM if this benchmark dies (Linux prctl PR_SET_PDEATHSIG): no stray server."""
     try:
         import ctypes
 
@@ -230,12 +231,17 @@ SERVER_SECRET_KEY = "bench-only-not-secret"
 
 
 def server_start(shape: str, database_url: str, token: str, media: str = "local") -> Server:
-    workers, _, threads = shape.partition("x")
     port = free_port()
-    cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-           "--workers", workers, "--backlog", "4096", "--log-level", "warning", "--timeout", "120"]
-    if threads:
-        cmd += ["--worker-class", "gthread", "--threads", threads]
+    if shape.startswith("u"):  # uWSGI with the deployment's config (config/uwsgi.ini), `u4`: 4 processes
+        cmd = [str(Path(sys.executable).parent / "uwsgi"), "--ini", str(ROOT / "config" / "uwsgi.ini"),
+               "--http-socket", f"127.0.0.1:{port}", "--processes", shape[1:], "--listen", "4096",
+               "--harakiri", "120"]
+    else:  # gunicorn: `4` sync workers, `3x4` gthread workers x threads
+        workers, _, threads = shape.partition("x")
+        cmd = [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+               "--workers", workers, "--backlog", "4096", "--log-level", "warning", "--timeout", "120"]
+        if threads:
+            cmd += ["--worker-class", "gthread", "--threads", threads]
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.base", "DEBUG": "false",
            "SECRET_KEY": SERVER_SECRET_KEY, "DATABASE_URL": database_url, "BENCH_TRIVIAL_ENDPOINT": "1",
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "LOG_LEVEL": "WARNING", "CONN_MAX_AGE": "600",
@@ -261,7 +267,7 @@ def server_start(shape: str, database_url: str, token: str, media: str = "local"
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError(f"gunicorn ({shape}) did not start")
+            raise RuntimeError(f"the server ({shape}) did not start")
         time.sleep(0.2)
     server = Server(shape, url, proc, media)
     # Warm every worker (imports, URL resolver, database connection) before measuring.
@@ -459,7 +465,7 @@ def run_scenario(server: Server, database: str, people: list[tuple[int, str]], *
     row.update({
         "cycles": stats.cycles, "cycles_per_s": round(stats.cycles / elapsed, 1),
         "answers_per_s": round(stats.answers_acked / elapsed, 1), "requests_per_s": round(requests / elapsed, 1),
-        "annotators_out_of_work": stats.exhausted,
+        "requests": requests, "annotators_out_of_work": stats.exhausted,
         "next_p50_ms": pct(stats.next_ms, 50), "next_p95_ms": pct(stats.next_ms, 95),
         "next_p99_ms": pct(stats.next_ms, 99), "submit_p50_ms": pct(stats.submit_ms, 50),
         "submit_p95_ms": pct(stats.submit_ms, 95), "submit_p99_ms": pct(stats.submit_ms, 99),
@@ -483,8 +489,10 @@ def describe(row: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--servers", default="4", help="gunicorn shapes: W (sync workers) or WxT (gthread); "
-                                                       "the first is used for everything but --scenarios server")
+    parser.add_argument("--servers", default="u4",
+                        help="server shapes: uN (uWSGI, N processes, config/uwsgi.ini: the deployment's), W "
+                             "(gunicorn, W sync workers) or WxT (gunicorn gthread); the first is used for "
+                             "everything but --scenarios server")
     parser.add_argument("--ns", default="1,50,200", help="annotator counts")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds per run (or until the pool is empty)")
     parser.add_argument("--questions", type=int, default=30000, help="pool size per HIT run")
@@ -504,7 +512,7 @@ def main() -> None:
                              "the compose deployment's)")
     args = parser.parse_args()
     if args.smoke:
-        args.ns, args.duration, args.questions, args.think, args.servers = "1,3", 1.5, 480, 0.05, "2"
+        args.ns, args.duration, args.questions, args.think, args.servers = "1,3", 1.5, 480, 0.05, "u2"
     url = os.environ.get("DATABASE_URL") or DEFAULT_DB
     database = url.rsplit("/", 1)[1]
     start(url)

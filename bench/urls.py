@@ -1,7 +1,7 @@
 """Benchmark-only URLs: mounted at /bench/ by config/urls.py only when BENCH_TRIVIAL_ENDPOINT=1
-(bench/annotation_load.py sets it for the gunicorn it starts). Never enabled in production.
+(bench/annotation_load.py sets it for the web server it starts). Never enabled in production.
 
-`GET /bench/trivial/` is the ceiling of this stack on a machine: the same gunicorn, middleware, DRF
+`GET /bench/trivial/` is the ceiling of this stack on a machine: the same web server, middleware, DRF
 token authentication and PostgreSQL connection as the annotation API, doing exactly one indexed
 query (the token lookup by primary key, joined to its user) and rendering a tiny JSON body.
 """

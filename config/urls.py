@@ -51,6 +51,6 @@ handler400 = "common.views.bad_request"
 handler500 = "common.views.server_error"
 
 # Benchmarks only (bench/annotation_load.py): a trivial authenticated endpoint, the ceiling of this
-# stack, mounted when the benchmark's own gunicorn sets BENCH_TRIVIAL_ENDPOINT=1. Off everywhere else.
+# stack, mounted when the benchmark's own web server sets BENCH_TRIVIAL_ENDPOINT=1. Off everywhere else.
 if os.environ.get("BENCH_TRIVIAL_ENDPOINT") == "1":
     urlpatterns += [path("bench/", include("bench.urls"))]

@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn). Defaults to the production settings: a server started without
+"""WSGI entry point (uWSGI with config/uwsgi.ini in the deployment; gunicorn serves it too). Defaults to the production settings: a server started without
 DJANGO_SETTINGS_MODULE must not come up with DEBUG-friendly defaults (docs/deployment.md). The demo
 (`make run`) and the tests name their settings explicitly."""
 import os

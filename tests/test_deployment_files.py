@@ -21,7 +21,7 @@ def _compose() -> dict:
 def test_compose_describes_the_production_shape() -> None:
     services = _compose()["services"]
     assert {"web", "worker-gpu", "worker-default", "db", "redis", "s3"} <= set(services)
-    assert "gunicorn" in services["web"]["command"]
+    assert services["web"]["command"][:3] == ["uwsgi", "--ini", "config/uwsgi.ini"]  # tests/test_web_server.py
     gpu = services["worker-gpu"]
     assert gpu["command"][gpu["command"].index("-Q") + 1] == "generation"
     assert gpu["command"][gpu["command"].index("--concurrency") + 1] == "1"
@@ -61,7 +61,7 @@ def _caddy_directives() -> list[str]:
     return lines
 
 
-def test_only_the_tls_proxy_is_published_and_gunicorn_is_not() -> None:
+def test_only_the_tls_proxy_is_published_and_the_web_server_is_not() -> None:
     compose = _compose()
     services = compose["services"]
     proxy = services["proxy"]

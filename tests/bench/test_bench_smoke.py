@@ -95,9 +95,9 @@ def test_annotation_load_chained_smoke(bench_database_url: str) -> None:
     for row in rows:
         assert row["error_count"] == 0 and row["integrity"]["ok"], row
         assert row["cycles"] > 2 * row["n"], row
-        requests = row["requests_per_s"] * row["elapsed_s"]
-        # One HIT request per annotator, then one submit per cycle (two requests per cycle unchained).
-        assert requests <= row["cycles"] + row["n"] + 1, row
+        # One HIT request per annotator, then one submit per cycle (two requests per cycle unchained). The
+        # count itself, not rate x elapsed: both are rounded, and at ~400 requests/s their product was off by 1.
+        assert row["requests"] <= row["cycles"] + row["n"] + 1, row
 
 
 def test_imports_smoke(bench_database_url: str) -> None:
