@@ -80,7 +80,8 @@ def test_only_the_tls_proxy_is_published_and_the_web_server_is_not() -> None:
 def test_the_proxy_overwrites_the_client_address_header_and_keeps_tls() -> None:
     lines = _caddy_directives()
     text = "\n".join(lines)
-    sites = [line for line in lines if line.endswith("{") and not line.startswith(("reverse_proxy", "log", "request_body"))]
+    sites = [line for line in lines if line.endswith("{")
+             and not line.startswith(("reverse_proxy", "log", "request_body", "servers")) and line != "{"]
     assert sites == ["{$SITE_DOMAIN:localhost} {"], sites  # a bare domain: Caddy serves it over HTTPS
     assert "reverse_proxy web:8000 {" in lines
     # Overwrite (header_up replaces the value) with the TCP peer; never the client's own claim appended.
@@ -92,6 +93,21 @@ def test_the_proxy_overwrites_the_client_address_header_and_keeps_tls() -> None:
     for weakening in ("trusted_proxies", "auto_https off", "tls off", "http://"):
         assert weakening not in text, weakening
     assert "max_size 1GB" in lines
+
+
+def test_the_proxy_refuses_headers_the_web_server_would_drop() -> None:
+    """uWSGI drops a request whose line and headers pass its buffer (config/uwsgi.ini `buffer-size`); behind the
+    proxy that would be a 502. Caddy answers 431 first: its `max_header_size` (Go reads up to 4 KB past it), plus
+    the headers it adds, stays under the buffer."""
+    import configparser
+
+    lines = _caddy_directives()
+    assert lines[0] == "{" and "servers {" in lines  # the global options block comes first
+    size = next(line.split()[1] for line in lines if line.startswith("max_header_size "))
+    assert size.endswith("KB")
+    ini = configparser.ConfigParser(strict=False, inline_comment_prefixes=(";",))
+    ini.read(ROOT / "config" / "uwsgi.ini")
+    assert int(size[:-2]) * 1024 + 4096 + 1024 < int(ini["uwsgi"]["buffer-size"])
 
 
 def test_the_app_counts_the_address_the_proxy_wrote(rf: Any, settings: Any) -> None:
