@@ -195,15 +195,10 @@ def test_labels_statement_reads_answers_by_the_question_index_whatever_the_stati
     now = timezone.now()
     Answer.objects.bulk_create([Answer(campaign=campaign, question_id=q, annotator=a, choice="Yes", created_at=now)
                                 for q in questions for a in annotators])
-    with connection.cursor() as cur:
-        for mode in ("force_custom_plan", "force_generic_plan"):
-            cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
-            cur.execute("PREPARE labels_plan AS " + _numbered(getattr(labels_module, sql)))
-            cur.execute("EXPLAIN EXECUTE labels_plan(%s, %s::bigint[], %s, %s)", [campaign.pk, questions[:10], True, now])
-            plan = "\n".join(r[0] for r in cur.fetchall())
-            cur.execute("DEALLOCATE labels_plan")
-            given = plan[plan.index("CTE given"):plan.index("CTE labels")]
-            assert "Seq Scan" not in given and "Index Scan" in given and "annotation_answer" in given, (mode, given)
+    for mode, rows in _plans(getattr(labels_module, sql), [campaign.pk, questions[:10], True, now]):
+        plan = "\n".join(r[0] for r in rows)
+        given = plan[plan.index("CTE given"):plan.index("CTE labels")]
+        assert "Seq Scan" not in given and "Index Scan" in given and "annotation_answer" in given, (mode, given)
 
 
 @pytest.mark.parametrize("sql", ["LABELS", "LABELS_COUNTS"])
@@ -229,17 +224,13 @@ def test_labels_statement_reads_the_blocked_annotators_once(researcher, sql):
                                 for q in questions for a in annotators])
     with connection.cursor() as cur:
         cur.execute("ANALYZE annotation_enrollment")
-        for mode in ("force_custom_plan", "force_generic_plan"):
-            cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
-            cur.execute("PREPARE blocked_plan AS " + _numbered(getattr(labels_module, sql)))
-            cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE blocked_plan(%s, %s::bigint[], %s, %s)",
-                        [campaign.pk, questions, True, now])
-            raw = cur.fetchone()[0]
-            cur.execute("DEALLOCATE blocked_plan")
-            plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
-            scans = [node for node in _nodes(plan) if node.get("Relation Name") == "annotation_enrollment"]
-            assert scans, mode
-            assert all(node["Actual Loops"] <= 1 for node in scans), (mode, [n["Actual Loops"] for n in scans])
+    for mode, rows in _plans(getattr(labels_module, sql), [campaign.pk, questions, True, now],
+                             explain="EXPLAIN (ANALYZE, FORMAT JSON)"):
+        raw = rows[0][0]
+        plan = (json.loads(raw) if isinstance(raw, str) else raw)[0]["Plan"]
+        scans = [node for node in _nodes(plan) if node.get("Relation Name") == "annotation_enrollment"]
+        assert scans, mode
+        assert all(node["Actual Loops"] <= 1 for node in scans), (mode, [n["Actual Loops"] for n in scans])
     labelled = AggregatedLabel.objects.get(question_id=questions[0])
     assert labelled.votes == {"Yes": 3} and labelled.answers == 3  # the two blocked annotators left out
 
@@ -248,6 +239,19 @@ def _nodes(plan):
     yield plan
     for child in plan.get("Plans", ()):
         yield from _nodes(child)
+
+
+def _plans(sql, params, explain="EXPLAIN"):
+    """A labels statement prepared as the server prepares it, explained with `params` (campaign, questions,
+    exclude_blocked, now) under a forced custom plan, then a forced generic one: (mode, EXPLAIN's rows)."""
+    with connection.cursor() as cur:
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            cur.execute(f"SET LOCAL plan_cache_mode = {mode}")
+            cur.execute("PREPARE labels_plan AS " + _numbered(sql))
+            cur.execute(f"{explain} EXECUTE labels_plan(%s, %s::bigint[], %s, %s)", params)
+            rows = cur.fetchall()
+            cur.execute("DEALLOCATE labels_plan")
+            yield mode, rows
 
 
 def _numbered(sql):

@@ -1,5 +1,5 @@
 """Real processes on 127.0.0.1 for tests: a free port, the project served by the deployment's web server
-(uWSGI with config/uwsgi.ini; gunicorn on request), a private Redis server, and the URL of the test
+(uWSGI with config/uwsgi.ini), a private Redis server, and the URL of the test
 database (for a subprocess to connect to it)."""
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import requests
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
-GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 UWSGI = str(Path(sys.executable).parent / "uwsgi")
 PG_BIN = next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin"))), None) if Path("/usr/lib/postgresql").exists() \
     else None
@@ -48,22 +47,20 @@ def wait_http(url: str, timeout: float = 30) -> None:
     raise AssertionError(f"{url} did not come up")
 
 
-def web_command(port: int, server: str = "uwsgi") -> list[str]:
+def web_command(port: int) -> list[str]:
     """The web server's command line on 127.0.0.1:`port`: the deployment's (docker-compose.yml `web`) with one
     process of four threads, so that a test's concurrent requests are served."""
-    if server == "uwsgi":
-        return [UWSGI, "--ini", str(ROOT / "config" / "uwsgi.ini"), "--http-socket", f"127.0.0.1:{port}",
-                "--processes", "1", "--threads", "4"]
-    return [GUNICORN, "config.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1", "--threads", "4", "--timeout", "60"]
+    return [UWSGI, "--ini", str(ROOT / "config" / "uwsgi.ini"), "--http-socket", f"127.0.0.1:{port}",
+            "--processes", "1", "--threads", "4"]
 
 
 @contextmanager
-def web(env: dict[str, str], port: int, server: str = "uwsgi") -> Iterator[subprocess.Popen[bytes]]:
+def web(env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
     """The web server (`web_command`) in its own process group (SIGKILL takes master and workers)."""
     full = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DEBUG": "false",
             "CONN_MAX_AGE": "60", **env}
     log = tempfile.TemporaryFile()  # never a pipe: a full pipe would block the server's logging
-    proc = subprocess.Popen(web_command(port, server), cwd=ROOT, env=full, start_new_session=True,
+    proc = subprocess.Popen(web_command(port), cwd=ROOT, env=full, start_new_session=True,
                             stdout=log, stderr=log)
     try:
         wait_http(f"http://127.0.0.1:{port}/")
