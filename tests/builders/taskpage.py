@@ -37,6 +37,12 @@ def assert_fits(b: Browser, name: str) -> dict[str, Any]:
     b.wait(lambda d: d.execute_script("const i = document.getElementById('q-image');"
                                       "return i.complete && i.naturalWidth > 0"), message="image not loaded")
     b.wait(lambda d: b.js("return document.getElementById('q-image').getBoundingClientRect().height") > 0)
+    # Measured once the layout has settled: the image's box the same over two animation frames (a CI run
+    # measured a 256 x 256 image at 455 x 345 mid-layout in the MTurk frame; the page itself was right).
+    b.wait(lambda d: d.execute_async_script(
+        "const done = arguments[0], box = () => JSON.stringify(document.getElementById('q-image').getBoundingClientRect());"
+        "const first = box(); requestAnimationFrame(() => requestAnimationFrame(() => done(box() === first)));"),
+        message="the image's box keeps changing")
     box = b.js("""
         const r = e => { const x = e.getBoundingClientRect(); return [x.left, x.top, x.right, x.bottom]; };
         const img = document.getElementById('q-image');
