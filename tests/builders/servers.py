@@ -63,7 +63,11 @@ def web(env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(web_command(port), cwd=ROOT, env=full, start_new_session=True,
                             stdout=log, stderr=log)
     try:
-        wait_http(f"http://127.0.0.1:{port}/")
+        try:
+            wait_http(f"http://127.0.0.1:{port}/")
+        except AssertionError as exc:  # say why: the server's own last words
+            log.seek(0)
+            raise AssertionError(f"{exc}; the server's log ends: {log.read()[-2000:].decode(errors='replace')}") from None
         yield proc
     finally:
         if proc.poll() is None:
